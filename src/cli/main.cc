@@ -1,0 +1,2 @@
+// Placeholder until the CLI lands.
+int main() { return 1; }

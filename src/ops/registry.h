@@ -1,0 +1,99 @@
+// The kernel registry: (domain, op_type, opset range, input dtypes) -> kernel.
+// A kernel object is created once per node at session creation, where it may
+// read attributes and constant inputs (and prepack weights); Run is called per
+// inference.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "graph/graph.h"
+
+namespace octet {
+
+class ThreadPool;
+
+// What a kernel sees at session creation.
+struct KernelInit {
+  const Node& node;
+  std::vector<DType> input_types;              // kUndefined for omitted optional inputs
+  std::vector<const Tensor*> constant_inputs;  // the initializer, or nullptr if not constant
+  ThreadPool* pool;
+};
+
+// What a kernel sees per run.
+class KernelContext {
+ public:
+  KernelContext(const Node& node, std::vector<const Tensor*> inputs, ThreadPool* pool)
+      : node_(node), inputs_(std::move(inputs)), outputs_(node.outputs.size()), pool_(pool) {}
+
+  size_t num_inputs() const { return inputs_.size(); }
+  bool has_input(size_t i) const { return i < inputs_.size() && inputs_[i] != nullptr; }
+  // Throws when the input is omitted.
+  const Tensor& input(size_t i) const;
+  size_t num_outputs() const { return outputs_.size(); }
+  // Allocates output i (zero-filled) and returns it.
+  Tensor& AllocateOutput(size_t i, DType dtype, Shape shape);
+  // Sets output i to an existing tensor (e.g. a reshaped view of an input).
+  void SetOutput(size_t i, Tensor t);
+  // True when the model consumes output i (optional outputs may be omitted).
+  bool output_wanted(size_t i) const { return i < node_.outputs.size() && node_.outputs[i] >= 0; }
+
+  const Node& node() const { return node_; }
+  ThreadPool* pool() const { return pool_; }
+  std::vector<Tensor>& outputs() { return outputs_; }
+
+ private:
+  const Node& node_;
+  std::vector<const Tensor*> inputs_;
+  std::vector<Tensor> outputs_;
+  ThreadPool* pool_;
+};
+
+class OpKernel {
+ public:
+  virtual ~OpKernel() = default;
+  virtual void Run(KernelContext& ctx) = 0;
+};
+
+struct KernelDef {
+  std::string domain;  // normalized (kOnnxDomain / kMsDomain)
+  std::string op_type;
+  int since_version = 1;
+  int end_version = 1 << 30;  // inclusive
+  // True when this kernel handles these input dtypes (kUndefined = omitted).
+  std::function<bool(const Node&, const std::vector<DType>&)> accepts;
+  // Output dtypes for accepted inputs; may throw octet::Error for a bad attribute.
+  std::function<std::vector<DType>(const Node&, const std::vector<DType>&)> infer_types;
+  std::function<std::unique_ptr<OpKernel>(const KernelInit&)> create;
+};
+
+class KernelRegistry {
+ public:
+  // The registry with every kernel octet has.
+  static const KernelRegistry& Global();
+
+  void Register(KernelDef def);
+  // The kernel for this node and these input dtypes. Throws octet::Error that
+  // names the operator, its domain and opset, and the dtypes when there is none.
+  const KernelDef& Find(const Node& node, const std::vector<DType>& input_types) const;
+  bool HasOp(const std::string& domain, const std::string& op_type) const;
+
+ private:
+  std::vector<KernelDef> defs_;
+};
+
+// Each op family registers itself here; ops/register_all.cc calls them all.
+void RegisterQuantizeOps(KernelRegistry& r);      // ops/quantize_linear.cc etc.
+void RegisterIntegerMatMulOps(KernelRegistry& r); // ops/qlinear_matmul.cc, matmul_integer.cc
+void RegisterIntegerConvOps(KernelRegistry& r);   // ops/qlinear_conv.cc, conv_integer.cc
+void RegisterFloatOps(KernelRegistry& r);         // ops/float_*.cc
+
+// Helpers for KernelDef::accepts.
+bool OneOf(DType t, std::initializer_list<DType> allowed);
+std::string DTypeList(const std::vector<DType>& types);  // "(float, uint8, -)"
+
+}  // namespace octet

@@ -1,0 +1,49 @@
+// The C++ API: load a model, prepare it once, run it many times.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/tensor.h"
+#include "graph/graph.h"
+
+namespace octet {
+
+struct SessionOptions {
+  int threads = 1;
+};
+
+struct TensorInfo {
+  std::string name;
+  DType dtype = DType::kUndefined;
+  std::vector<Dim> shape;  // empty with has_shape=false when the model gives none
+  bool has_shape = false;
+};
+
+class InferenceSession {
+ public:
+  static std::unique_ptr<InferenceSession> FromFile(const std::string& path,
+                                                    const SessionOptions& options = {});
+  // Serialized model bytes; external data is refused (no folder to resolve it in).
+  static std::unique_ptr<InferenceSession> FromBytes(const void* data, size_t size,
+                                                     const SessionOptions& options = {});
+  ~InferenceSession();
+
+  const std::vector<TensorInfo>& inputs() const;
+  const std::vector<TensorInfo>& outputs() const;
+
+  // Runs the model. feeds name the graph inputs; every graph input must be
+  // fed, with its declared dtype, rank and static dims (symbolic dims must be
+  // used consistently). output_names empty means all outputs, in model order.
+  std::vector<Tensor> Run(const std::vector<std::pair<std::string, Tensor>>& feeds,
+                          const std::vector<std::string>& output_names = {});
+
+ private:
+  struct Impl;
+  explicit InferenceSession(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace octet

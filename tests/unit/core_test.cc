@@ -1,0 +1,138 @@
+// Tensor, graph IR, thread pool and registry basics.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+
+#include "core/tensor.h"
+#include "graph/graph.h"
+#include "ops/registry.h"
+#include "runtime/thread_pool.h"
+
+namespace octet {
+namespace {
+
+TEST(Tensor, AllocatesAlignedZeroedStorage) {
+  Tensor t(DType::kInt32, {3, 5});
+  EXPECT_EQ(t.numel(), 15);
+  EXPECT_EQ(t.nbytes(), 60u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(t.raw()) % 64, 0u);
+  for (int i = 0; i < 15; ++i) EXPECT_EQ(t.data<int32_t>()[i], 0);
+}
+
+TEST(Tensor, EmptyAndScalar) {
+  Tensor empty(DType::kFloat32, {4, 0});
+  EXPECT_EQ(empty.numel(), 0);
+  Tensor scalar(DType::kUInt8, {});
+  EXPECT_EQ(scalar.numel(), 1);
+}
+
+TEST(Tensor, TypedAccessChecksType) {
+  Tensor t(DType::kFloat16, {2});
+  EXPECT_NO_THROW(t.data<uint16_t>());
+  EXPECT_THROW(t.data<float>(), Error);
+  Tensor i4(DType::kInt4, {2});
+  EXPECT_NO_THROW(i4.data<int8_t>());
+  EXPECT_THROW(i4.data<uint8_t>(), Error);
+}
+
+TEST(Tensor, ReshapeKeepsBytesAndChecksCount) {
+  Tensor t(DType::kInt8, {2, 3});
+  t.data<int8_t>()[5] = 7;
+  Tensor r = t.Reshaped({6});
+  EXPECT_EQ(r.data<int8_t>()[5], 7);
+  EXPECT_THROW(t.Reshaped({5}), Error);
+  Tensor c = t.Clone();
+  c.data<int8_t>()[5] = 1;
+  EXPECT_EQ(t.data<int8_t>()[5], 7);
+}
+
+TEST(Tensor, RejectsNegativeDimsAndUnsupportedTypes) {
+  EXPECT_THROW(Tensor(DType::kFloat32, {-1}), Error);
+  EXPECT_THROW(Tensor(DType::kString, {1}), Error);
+}
+
+Graph ChainGraph() {
+  // x -> A -> y -> B -> z, nodes stored in reverse order.
+  Graph g;
+  int x = g.AddValue("x"), y = g.AddValue("y"), z = g.AddValue("z");
+  g.inputs = {x};
+  g.outputs = {z};
+  Node b;
+  b.op_type = "B";
+  b.inputs = {y};
+  b.outputs = {z};
+  Node a;
+  a.op_type = "A";
+  a.inputs = {x};
+  a.outputs = {y};
+  g.nodes = {b, a};
+  return g;
+}
+
+TEST(Graph, TopologicalSortOrdersProducersFirst) {
+  Graph g = ChainGraph();
+  g.TopologicalSort();
+  EXPECT_EQ(g.nodes[0].op_type, "A");
+  EXPECT_EQ(g.nodes[1].op_type, "B");
+  EXPECT_EQ(g.values[g.FindValue("z")].producer, 1);
+}
+
+TEST(Graph, TopologicalSortRejectsCyclesAndDanglingInputs) {
+  Graph cyc = ChainGraph();
+  cyc.nodes[1].inputs = {cyc.FindValue("z")};  // A consumes B's output
+  EXPECT_THROW(cyc.TopologicalSort(), Error);
+  Graph dangling = ChainGraph();
+  dangling.nodes[1].inputs = {dangling.AddValue("nowhere")};
+  try {
+    dangling.TopologicalSort();
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("nowhere"), std::string::npos);
+  }
+}
+
+TEST(ThreadPool, CoversRangeExactlyOnce) {
+  for (int threads : {1, 2, 3}) {
+    ThreadPool pool(threads);
+    for (int64_t n : {0, 1, 2, 5, 1000}) {
+      std::vector<std::atomic<int>> hits(n);
+      pool.ParallelFor(n, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) hits[i]++;
+      });
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1);
+    }
+  }
+}
+
+TEST(ThreadPool, PropagatesExceptions) {
+  ThreadPool pool(2);
+  EXPECT_THROW(pool.ParallelFor(10,
+                                [](int64_t b, int64_t) {
+                                  if (b > 0) Fail("boom");
+                                }),
+               Error);
+  // The pool stays usable after an exception.
+  std::atomic<int> sum{0};
+  pool.ParallelFor(4, [&](int64_t b, int64_t e) { sum += static_cast<int>(e - b); });
+  EXPECT_EQ(sum.load(), 4);
+}
+
+TEST(Registry, UnknownOperatorNamesDomainAndOpset) {
+  Node n;
+  n.op_type = "FrobnicateLinear";
+  n.domain = "com.example";
+  n.opset = 3;
+  try {
+    KernelRegistry::Global().Find(n, {DType::kFloat32});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("FrobnicateLinear"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("com.example"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("opset 3"), std::string::npos) << msg;
+  }
+}
+
+}  // namespace
+}  // namespace octet
