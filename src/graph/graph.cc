@@ -46,9 +46,8 @@ std::string Node::Describe() const {
 }
 
 int Graph::FindValue(const std::string& name) const {
-  for (size_t i = 0; i < values.size(); ++i)
-    if (values[i].name == name) return static_cast<int>(i);
-  return -1;
+  auto it = value_ids_.find(name);
+  return it == value_ids_.end() ? -1 : it->second;
 }
 
 int Graph::AddValue(const std::string& name) {
@@ -57,7 +56,9 @@ int Graph::AddValue(const std::string& name) {
   Value v;
   v.name = name;
   values.push_back(std::move(v));
-  return static_cast<int>(values.size() - 1);
+  id = static_cast<int>(values.size() - 1);
+  value_ids_.emplace(name, id);
+  return id;
 }
 
 void Graph::SetInitializer(int value_id, Tensor t) {

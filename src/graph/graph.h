@@ -7,7 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <variant>
+#include <unordered_map>
 #include <vector>
 
 #include "core/tensor.h"
@@ -75,8 +75,13 @@ struct Graph {
   // Owned constant tensors, keyed by value id. std::map keeps addresses stable.
   std::map<int, Tensor> initializers;
 
+ private:
+  std::unordered_map<std::string, int> value_ids_;
+
   int FindValue(const std::string& name) const;  // -1 when absent
-  int AddValue(const std::string& name);         // returns the existing id if present
+  // Returns the existing id if present. Values must be added only through here
+  // so that FindValue stays a lookup.
+  int AddValue(const std::string& name);
   // Orders nodes so every producer precedes its consumers; throws on a cycle
   // or on an input that nothing produces.
   void TopologicalSort();

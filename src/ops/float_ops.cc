@@ -1,8 +1,139 @@
+// Float32 operators that whole quantized models need around their integer
+// parts: MatMul, Add, Sub, Mul, Div, Relu (ONNX semantics, numpy broadcasting).
+#include <algorithm>
+
+#include "kernels/float/broadcast.h"
+#include "kernels/float/elementwise_float.h"
+#include "kernels/float/matmul_float.h"
 #include "ops/registry.h"
+#include "runtime/thread_pool.h"
 
 namespace octet {
 
-// Placeholder until this op family lands; replaced by its owner.
-void RegisterFloatOps(KernelRegistry&) {}
+namespace {
+
+bool AllFloat32(const Node&, const std::vector<DType>& types) {
+  return std::all_of(types.begin(), types.end(), [](DType t) { return t == DType::kFloat32; });
+}
+
+std::vector<DType> Float32Output(const Node&, const std::vector<DType>&) {
+  return {DType::kFloat32};
+}
+
+// Numpy matmul: 1-D operands are promoted to matrices and the added dim is
+// dropped from the result; the leading (batch) dims broadcast.
+class MatMulKernel : public OpKernel {
+ public:
+  void Run(KernelContext& ctx) override {
+    const Tensor& a = ctx.input(0);
+    const Tensor& b = ctx.input(1);
+    const Node& node = ctx.node();
+    OCTET_CHECK(a.rank() >= 1 && b.rank() >= 1, node.Describe(),
+                ": inputs must have rank >= 1, got shapes ", ShapeToString(a.shape()), " and ",
+                ShapeToString(b.shape()));
+    Shape a_shape = a.shape(), b_shape = b.shape();
+    const bool a_is_vector = a_shape.size() == 1, b_is_vector = b_shape.size() == 1;
+    if (a_is_vector) a_shape.insert(a_shape.begin(), 1);
+    if (b_is_vector) b_shape.push_back(1);
+    const int64_t m = a_shape[a_shape.size() - 2], k = a_shape.back();
+    const int64_t n = b_shape.back();
+    OCTET_CHECK(b_shape[b_shape.size() - 2] == k, node.Describe(),
+                ": inner dimensions differ, A has shape ", ShapeToString(a.shape()),
+                " and B has shape ", ShapeToString(b.shape()));
+    const Shape a_batch(a_shape.begin(), a_shape.end() - 2);
+    const Shape b_batch(b_shape.begin(), b_shape.end() - 2);
+    std::optional<Shape> batch = BroadcastShapes(a_batch, b_batch);
+    OCTET_CHECK(batch.has_value(), node.Describe(), ": batch dimensions of A ",
+                ShapeToString(a.shape()), " and B ", ShapeToString(b.shape()), " do not broadcast");
+
+    Shape out_shape = *batch;
+    if (!a_is_vector) out_shape.push_back(m);
+    if (!b_is_vector) out_shape.push_back(n);
+    Tensor& out = ctx.AllocateOutput(0, DType::kFloat32, out_shape);
+
+    // Offsets (in matrices) of every batch entry of A and B.
+    const int64_t batch_count = NumElements(*batch);
+    std::vector<int64_t> a_offset(batch_count), b_offset(batch_count);
+    const std::vector<int64_t> a_strides = BroadcastStrides(a_batch, *batch);
+    const std::vector<int64_t> b_strides = BroadcastStrides(b_batch, *batch);
+    for (int64_t i = 0; i < batch_count; ++i) {
+      int64_t rest = i;
+      for (size_t d = batch->size(); d-- > 0;) {
+        const int64_t index = rest % (*batch)[d];
+        rest /= (*batch)[d];
+        a_offset[i] += index * a_strides[d];
+        b_offset[i] += index * b_strides[d];
+      }
+    }
+
+    const float* pa = a.data<float>();
+    const float* pb = b.data<float>();
+    float* pc = out.data<float>();
+    // Work items are output rows; each row's arithmetic is the same however
+    // the rows are split, so results do not depend on the thread count.
+    auto rows = [&](int64_t begin, int64_t end) {
+      while (begin < end) {
+        const int64_t bi = begin / m, row = begin % m;
+        const int64_t count = std::min(end - begin, m - row);
+        MatMulFloat32(pa + (a_offset[bi] * m + row) * k, pb + b_offset[bi] * k * n,
+                      pc + (bi * m + row) * n, count, k, n);
+        begin += count;
+      }
+    };
+    const int64_t total_rows = batch_count * m;
+    if (ctx.pool() && total_rows * k * n >= kParallelMinMacs) {
+      ctx.pool()->ParallelFor(total_rows, rows);
+    } else {
+      rows(0, total_rows);
+    }
+  }
+
+ private:
+  static constexpr int64_t kParallelMinMacs = 1 << 16;
+};
+
+class BinaryKernel : public OpKernel {
+ public:
+  explicit BinaryKernel(BinaryOp op) : op_(op) {}
+  void Run(KernelContext& ctx) override {
+    const Tensor& a = ctx.input(0);
+    const Tensor& b = ctx.input(1);
+    std::optional<Shape> shape = BroadcastShapes(a.shape(), b.shape());
+    OCTET_CHECK(shape.has_value(), ctx.node().Describe(), ": shapes ", ShapeToString(a.shape()),
+                " and ", ShapeToString(b.shape()), " do not broadcast");
+    BinaryFloat32(op_, a, b, ctx.AllocateOutput(0, DType::kFloat32, *shape));
+  }
+
+ private:
+  BinaryOp op_;
+};
+
+class ReluKernel : public OpKernel {
+ public:
+  void Run(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    ReluFloat32(x, ctx.AllocateOutput(0, DType::kFloat32, x.shape()));
+  }
+};
+
+template <typename Kernel, typename... Args>
+std::function<std::unique_ptr<OpKernel>(const KernelInit&)> Make(Args... args) {
+  return [=](const KernelInit&) { return std::make_unique<Kernel>(args...); };
+}
+
+}  // namespace
+
+void RegisterFloatOps(KernelRegistry& r) {
+  // Opsets 1-6 of the binary ops used the legacy `broadcast`/`axis`
+  // attributes, and Relu-1 `consumed_inputs`; those versions are not supported.
+  r.Register({kOnnxDomain, "MatMul", 1, 1 << 30, AllFloat32, Float32Output, Make<MatMulKernel>()});
+  const std::pair<const char*, BinaryOp> binary_ops[] = {{"Add", BinaryOp::kAdd},
+                                                         {"Sub", BinaryOp::kSub},
+                                                         {"Mul", BinaryOp::kMul},
+                                                         {"Div", BinaryOp::kDiv}};
+  for (const auto& [name, op] : binary_ops)
+    r.Register({kOnnxDomain, name, 7, 1 << 30, AllFloat32, Float32Output, Make<BinaryKernel>(op)});
+  r.Register({kOnnxDomain, "Relu", 6, 1 << 30, AllFloat32, Float32Output, Make<ReluKernel>()});
+}
 
 }  // namespace octet

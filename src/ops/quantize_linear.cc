@@ -1,8 +1,481 @@
+// Reference kernels for QuantizeLinear, DequantizeLinear (ai.onnx, every
+// opset; com.microsoft opset 1) and DynamicQuantizeLinear. The float steps
+// follow ONNX Runtime 1.31.1 exactly; docs/int8.md ("Quantize and dequantize")
+// lists each one and how it was established.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "core/float_types.h"
+#include "ops/int_params.h"
 #include "ops/registry.h"
+#include "runtime/thread_pool.h"
 
 namespace octet {
 
-// Placeholder until this op family lands; replaced by its owner.
-void RegisterQuantizeOps(KernelRegistry&) {}
+namespace {
+
+// What one schema version of the Q/DQ pair allows (restricted to the types
+// octet can store: no float4e2m1, float8e8m0 scales or 2-bit integers).
+struct QdqVersion {
+  const char* domain;
+  int since_version;
+  int end_version;
+  bool has_axis;          // `axis` attribute (per-axis quantization)
+  bool has_block_size;    // `block_size` attribute (blocked quantization)
+  bool has_saturate;      // `saturate` attribute (float8 outputs)
+  bool q_output_dtype;    // QuantizeLinear `output_dtype`
+  bool dq_output_dtype;   // DequantizeLinear `output_dtype`
+  bool float16;           // float16 x / scales
+  bool bfloat16;          // bfloat16 x / scales
+  bool float8;            // float8 quantized types
+  bool wide_ints;         // int16, uint16, int4, uint4
+  bool mixed_q_scale;     // QuantizeLinear: y_scale may differ in type from x
+  // QuantizeLinear with float16/bfloat16 x: ORT's ai.onnx kernel converts x /
+  // scale to int32 first (NaN and overflow give INT32_MIN), adds the zero
+  // point with wrap-around, then clamps. The com.microsoft kernel saturates.
+  bool half_through_int32;
+};
+
+constexpr int kOpenEnd = 1 << 30;
+
+// clang-format off
+constexpr QdqVersion kQdqVersions[] = {
+  //  domain       since end  axis  block  sat   qout   dqout  f16   bf16   f8     wide   mixed  int32
+  {kOnnxDomain,    10,  12,   false, false, false, false, false, false, false, false, false, false, true},
+  {kOnnxDomain,    13,  18,   true,  false, false, false, false, false, false, false, false, false, true},
+  {kOnnxDomain,    19,  20,   true,  false, true,  false, false, true,  true,  true,  false, false, true},
+  {kOnnxDomain,    21,  22,   true,  true,  true,  true,  false, true,  true,  true,  true,  false, true},
+  {kOnnxDomain,    23,  23,   true,  true,  true,  true,  true,  true,  true,  true,  true,  true,  true},
+  {kOnnxDomain,    24,  24,   true,  true,  true,  true,  true,  true,  true,  true,  true,  true,  true},
+  {kOnnxDomain,    25,  kOpenEnd, true, true, true, true,  true,  true,  true,  true,  true,  true,  true},
+  {kMsDomain,      1,   kOpenEnd, true, false, false, false, false, true, false, false, true,  false, false},
+};
+// clang-format on
+
+bool IsFloatScaleType(const QdqVersion& v, DType t) {
+  return t == DType::kFloat32 || (v.float16 && t == DType::kFloat16) ||
+         (v.bfloat16 && t == DType::kBFloat16);
+}
+
+// Quantized types of this version; DequantizeLinear also takes int32.
+bool IsQuantizedType(const QdqVersion& v, DType t, bool dequantize) {
+  if (t == DType::kUInt8 || t == DType::kInt8) return true;
+  if (dequantize && t == DType::kInt32) return true;
+  if (v.wide_ints && OneOf(t, {DType::kUInt16, DType::kInt16, DType::kUInt4, DType::kInt4}))
+    return true;
+  return v.float8 && IsFloat8(t);
+}
+
+DType InputType(const std::vector<DType>& types, size_t i) {
+  return i < types.size() ? types[i] : DType::kUndefined;
+}
+
+DType QuantizeOutputType(const QdqVersion& v, const Node& node, const std::vector<DType>& types) {
+  const DType zero_point_type = InputType(types, 2);
+  const int64_t attr = v.q_output_dtype ? node.GetInt("output_dtype", 0) : 0;
+  if (attr == 0) return zero_point_type == DType::kUndefined ? DType::kUInt8 : zero_point_type;
+  const DType requested = static_cast<DType>(attr);
+  OCTET_CHECK(IsQuantizedType(v, requested, false), node.Describe(), ": output_dtype ", attr, " (",
+              DTypeName(requested), ") is not a quantized type this opset supports");
+  OCTET_CHECK(zero_point_type == DType::kUndefined || zero_point_type == requested,
+              node.Describe(), ": output_dtype ", DTypeName(requested),
+              " does not match y_zero_point dtype ", DTypeName(zero_point_type));
+  return requested;
+}
+
+DType DequantizeOutputType(const QdqVersion& v, const Node& node, const std::vector<DType>& types) {
+  const int64_t attr = v.dq_output_dtype ? node.GetInt("output_dtype", 0) : 0;
+  if (attr == 0) return InputType(types, 1);
+  const DType requested = static_cast<DType>(attr);
+  OCTET_CHECK(OneOf(requested, {DType::kFloat32, DType::kFloat16, DType::kBFloat16}),
+              node.Describe(), ": output_dtype ", attr, " (", DTypeName(requested),
+              ") must be float, float16 or bfloat16");
+  return requested;
+}
+
+// How the scale (and zero point) map onto x: x is viewed as [outer, axis_dim,
+// inner] and element (o, a, i) uses scale index
+//   o * outer_step + (a / block) * block_step + i * inner_step.
+struct ScaleLayout {
+  int64_t outer = 1, axis_dim = 1, inner = 1, block = 1;
+  int64_t outer_step = 0, block_step = 0, inner_step = 0;
+};
+
+ScaleLayout ResolveScaleLayout(const Node& node, const QdqVersion& v, const Shape& x_shape,
+                               const Tensor& scale, const Tensor* zero_point,
+                               const char* scale_name, const char* zero_point_name) {
+  if (zero_point != nullptr)
+    OCTET_CHECK(zero_point->shape() == scale.shape(), node.Describe(), ": ", zero_point_name,
+                " has shape ", ShapeToString(zero_point->shape()), " but ", scale_name,
+                " has shape ", ShapeToString(scale.shape()), "; they must be equal");
+  const int64_t block_size = v.has_block_size ? node.GetInt("block_size", 0) : 0;
+  OCTET_CHECK(block_size >= 0, node.Describe(), ": block_size ", block_size,
+              " must not be negative");
+  const Shape& s_shape = scale.shape();
+  ScaleLayout l;
+  if (block_size == 0 && s_shape.size() <= 1 && scale.numel() == 1) {  // per tensor
+    l.axis_dim = NumElements(x_shape);
+    return l;
+  }
+  const int64_t rank = static_cast<int64_t>(x_shape.size());
+  int64_t axis = v.has_axis ? node.GetInt("axis", 1) : 0;
+  OCTET_CHECK(v.has_axis, node.Describe(), ": ", scale_name, " has shape ",
+              ShapeToString(s_shape), "; this opset only allows a scalar (per-tensor) scale");
+  OCTET_CHECK(axis >= -rank && axis < rank, node.Describe(), ": axis ", axis,
+              " is out of range for input of shape ", ShapeToString(x_shape));
+  if (axis < 0) axis += rank;
+  for (int64_t d = 0; d < axis; ++d) l.outer *= x_shape[d];
+  l.axis_dim = x_shape[axis];
+  for (int64_t d = axis + 1; d < rank; ++d) l.inner *= x_shape[d];
+  if (block_size == 0) {
+    OCTET_CHECK(s_shape.size() == 1 && s_shape[0] == l.axis_dim, node.Describe(), ": ",
+                scale_name, " has shape ", ShapeToString(s_shape), "; expected a scalar or [",
+                l.axis_dim, "] (per-axis on axis ", axis, " of input shape ",
+                ShapeToString(x_shape), ")");
+    l.block_step = 1;
+    return l;
+  }
+  const int64_t blocks = (l.axis_dim + block_size - 1) / block_size;
+  Shape expected = x_shape;
+  expected[axis] = blocks;
+  OCTET_CHECK(s_shape == expected, node.Describe(), ": ", scale_name, " has shape ",
+              ShapeToString(s_shape), "; blocked quantization with block_size ", block_size,
+              " on axis ", axis, " of input shape ", ShapeToString(x_shape), " needs ",
+              ShapeToString(expected));
+  l.block = block_size;
+  l.outer_step = blocks * l.inner;
+  l.block_step = l.inner;
+  l.inner_step = 1;
+  return l;
+}
+
+// Calls fn(element_index, scale_index) for every element of x, splitting the
+// (outer, axis) rows over the pool; each element is independent, so the
+// result does not depend on the split.
+template <typename Fn>
+void ForEachElement(const ScaleLayout& l, ThreadPool* pool, const Fn& fn) {
+  const int64_t rows = l.outer * l.axis_dim;
+  auto run_rows = [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t o = row / l.axis_dim, a = row % l.axis_dim;
+      const int64_t base = o * l.outer_step + (a / l.block) * l.block_step;
+      for (int64_t i = 0; i < l.inner; ++i) fn(row * l.inner + i, base + i * l.inner_step);
+    }
+  };
+  constexpr int64_t kParallelElements = 1 << 16;
+  if (pool != nullptr && pool->num_threads() > 1 && rows > 1 && rows * l.inner >= kParallelElements)
+    pool->ParallelFor(rows, run_rows);
+  else
+    run_rows(0, rows);
+}
+
+struct IntRange {
+  int32_t min, max;
+};
+
+IntRange QuantizedRange(DType t) {
+  switch (t) {
+    case DType::kUInt8: return {0, 255};
+    case DType::kInt8: return {-128, 127};
+    case DType::kUInt16: return {0, 65535};
+    case DType::kInt16: return {-32768, 32767};
+    case DType::kUInt4: return {0, 15};
+    case DType::kInt4: return {-8, 7};
+    default: Fail("internal: ", DTypeName(t), " is not an integer quantized type");
+  }
+}
+
+// x / scale to an integer type the way ONNX Runtime's float path (MLAS) does
+// it: clamp to the range shifted by the zero point in float (NaN goes to the
+// low end), round half to even, add the zero point.
+int32_t QuantizeSaturating(float scaled, int32_t zero_point, IntRange r) {
+  const float low = static_cast<float>(r.min - zero_point);
+  const float high = static_cast<float>(r.max - zero_point);
+  if (!(scaled >= low)) scaled = low;
+  if (scaled > high) scaled = high;
+  return static_cast<int32_t>(std::nearbyint(scaled)) + zero_point;
+}
+
+// ORT's ai.onnx path for float16/bfloat16 x: round half to even, convert to
+// int32 where NaN and values outside int32 become INT32_MIN (x86 cvtps2dq),
+// add the zero point with int32 wrap-around, clamp.
+int32_t QuantizeThroughInt32(float scaled, int32_t zero_point, IntRange r) {
+  const float rounded = std::nearbyint(scaled);
+  const int32_t as_int = rounded >= -2147483648.0f && rounded < 2147483648.0f
+                             ? static_cast<int32_t>(rounded)
+                             : std::numeric_limits<int32_t>::min();
+  const int32_t shifted =
+      static_cast<int32_t>(static_cast<uint32_t>(as_int) + static_cast<uint32_t>(zero_point));
+  return std::clamp(shifted, r.min, r.max);
+}
+
+// The values of a float32/float16/bfloat16 tensor as float32 (exact).
+std::vector<float> WidenToFloat(const Tensor& t) {
+  std::vector<float> out(static_cast<size_t>(t.numel()));
+  if (t.dtype() == DType::kFloat32) {
+    std::copy(t.data<float>(), t.data<float>() + t.numel(), out.begin());
+    return out;
+  }
+  const uint16_t* bits = t.data<uint16_t>();
+  const bool half = t.dtype() == DType::kFloat16;
+  for (size_t i = 0; i < out.size(); ++i)
+    out[i] = half ? Float16BitsToFloat(bits[i]) : BFloat16BitsToFloat(bits[i]);
+  return out;
+}
+
+// Integer zero points as int32 (4-bit ones are stored one per byte).
+std::vector<int32_t> ReadIntZeroPoints(const Tensor& t) {
+  std::vector<int32_t> out(static_cast<size_t>(t.numel()));
+  auto copy = [&](const auto* p) { std::copy(p, p + t.numel(), out.begin()); };
+  switch (t.dtype()) {
+    case DType::kUInt8: case DType::kUInt4: copy(t.data<uint8_t>()); break;
+    case DType::kInt8: case DType::kInt4: copy(t.data<int8_t>()); break;
+    case DType::kUInt16: copy(t.data<uint16_t>()); break;
+    case DType::kInt16: copy(t.data<int16_t>()); break;
+    case DType::kInt32: copy(t.data<int32_t>()); break;
+    default: Fail("internal: ", DTypeName(t.dtype()), " is not an integer zero point type");
+  }
+  return out;
+}
+
+// ORT rejects (DequantizeLinear) or ignores (QuantizeLinear) non-zero float8
+// zero points; octet rejects both rather than silently dropping a value.
+void CheckFloat8ZeroPointIsZero(const Node& node, const Tensor& zero_point, const char* name) {
+  const uint8_t* bits = zero_point.data<uint8_t>();
+  for (int64_t i = 0; i < zero_point.numel(); ++i)
+    OCTET_CHECK(Float8BitsToFloat(bits[i], zero_point.dtype()) == 0.0f, node.Describe(), ": ",
+                name, " of type ", DTypeName(zero_point.dtype()),
+                " must be zero (non-zero float8 zero points are not supported)");
+}
+
+class QuantizeLinearKernel : public OpKernel {
+ public:
+  QuantizeLinearKernel(const QdqVersion& v, const KernelInit& init)
+      : version_(v),
+        output_type_(QuantizeOutputType(v, init.node, init.input_types)),
+        saturate_(v.has_saturate ? init.node.GetInt("saturate", 1) != 0 : true) {}
+
+  void Run(KernelContext& ctx) override {
+    const Node& node = ctx.node();
+    const Tensor& x = ctx.input(0);
+    const Tensor& scale = ctx.input(1);
+    const Tensor* zero_point = ctx.has_input(2) ? &ctx.input(2) : nullptr;
+    const ScaleLayout layout =
+        ResolveScaleLayout(node, version_, x.shape(), scale, zero_point, "y_scale", "y_zero_point");
+    const std::vector<float> scales = ReadScales(node, scale, "y_scale");
+    const std::vector<float> widened = x.dtype() == DType::kFloat32 ? std::vector<float>{}
+                                                                     : WidenToFloat(x);
+    const float* xs = x.dtype() == DType::kFloat32 ? x.data<float>() : widened.data();
+    Tensor& y = ctx.AllocateOutput(0, output_type_, x.shape());
+
+    if (IsFloat8(output_type_)) {
+      if (zero_point != nullptr) CheckFloat8ZeroPointIsZero(node, *zero_point, "y_zero_point");
+      uint8_t* out = y.data<uint8_t>();
+      ForEachElement(layout, ctx.pool(), [&](int64_t e, int64_t s) {
+        out[e] = FloatToFloat8Bits(xs[e] / scales[s], output_type_, saturate_);
+      });
+      return;
+    }
+    const std::vector<int32_t> zero_points =
+        zero_point != nullptr ? ReadIntZeroPoints(*zero_point) : std::vector<int32_t>(1, 0);
+    const IntRange range = QuantizedRange(output_type_);
+    const bool through_int32 = version_.half_through_int32 && x.dtype() != DType::kFloat32;
+    auto quantize = [&](auto* out) {
+      using Out = std::remove_pointer_t<decltype(out)>;
+      ForEachElement(layout, ctx.pool(), [&](int64_t e, int64_t s) {
+        const float scaled = xs[e] / scales[s];
+        const int32_t zp = zero_points[zero_point != nullptr ? s : 0];
+        out[e] = static_cast<Out>(through_int32 ? QuantizeThroughInt32(scaled, zp, range)
+                                                : QuantizeSaturating(scaled, zp, range));
+      });
+    };
+    switch (output_type_) {
+      case DType::kUInt8: case DType::kUInt4: quantize(y.data<uint8_t>()); break;
+      case DType::kInt8: case DType::kInt4: quantize(y.data<int8_t>()); break;
+      case DType::kUInt16: quantize(y.data<uint16_t>()); break;
+      case DType::kInt16: quantize(y.data<int16_t>()); break;
+      default: Fail("internal: ", node.Describe(), " has output type ", DTypeName(output_type_));
+    }
+  }
+
+ private:
+  const QdqVersion& version_;
+  DType output_type_;
+  bool saturate_;
+};
+
+class DequantizeLinearKernel : public OpKernel {
+ public:
+  DequantizeLinearKernel(const QdqVersion& v, const KernelInit& init)
+      : version_(v), output_type_(DequantizeOutputType(v, init.node, init.input_types)) {}
+
+  void Run(KernelContext& ctx) override {
+    const Node& node = ctx.node();
+    const Tensor& x = ctx.input(0);
+    const Tensor& scale = ctx.input(1);
+    const Tensor* zero_point = ctx.has_input(2) ? &ctx.input(2) : nullptr;
+    if (zero_point != nullptr)
+      OCTET_CHECK(zero_point->dtype() == x.dtype(), node.Describe(), ": x_zero_point has dtype ",
+                  DTypeName(zero_point->dtype()), " but x has dtype ", DTypeName(x.dtype()));
+    const ScaleLayout layout =
+        ResolveScaleLayout(node, version_, x.shape(), scale, zero_point, "x_scale", "x_zero_point");
+    const std::vector<float> scales = ReadScales(node, scale, "x_scale");
+    Tensor& y = ctx.AllocateOutput(0, output_type_, x.shape());
+
+    // value(e) is x[e] - zero point as float; the product with the scale is
+    // taken in float32 and then narrowed to the output type.
+    auto dequantize = [&](const auto& value) {
+      auto store = [&](auto* out, const auto& narrow) {
+        ForEachElement(layout, ctx.pool(), [&](int64_t e, int64_t s) {
+          out[e] = narrow(value(e, s) * scales[s]);
+        });
+      };
+      switch (output_type_) {
+        case DType::kFloat32: store(y.data<float>(), [](float f) { return f; }); break;
+        case DType::kFloat16: store(y.data<uint16_t>(), FloatToFloat16Bits); break;
+        case DType::kBFloat16: store(y.data<uint16_t>(), FloatToBFloat16Bits); break;
+        default: Fail("internal: ", node.Describe(), " has output type ", DTypeName(output_type_));
+      }
+    };
+
+    if (IsFloat8(x.dtype())) {
+      if (zero_point != nullptr) CheckFloat8ZeroPointIsZero(node, *zero_point, "x_zero_point");
+      const uint8_t* bits = x.data<uint8_t>();
+      const DType type = x.dtype();
+      dequantize([&](int64_t e, int64_t) { return Float8BitsToFloat(bits[e], type); });
+      return;
+    }
+    const std::vector<int32_t> zero_points =
+        zero_point != nullptr ? ReadIntZeroPoints(*zero_point) : std::vector<int32_t>(1, 0);
+    // x - zero point in int32 with wrap-around (only int32 x can wrap), then to float.
+    auto from_ints = [&](const auto* xs) {
+      dequantize([&, xs](int64_t e, int64_t s) {
+        const int32_t zp = zero_points[zero_point != nullptr ? s : 0];
+        const uint32_t diff = static_cast<uint32_t>(static_cast<int32_t>(xs[e])) -
+                              static_cast<uint32_t>(zp);
+        return static_cast<float>(static_cast<int32_t>(diff));
+      });
+    };
+    switch (x.dtype()) {
+      case DType::kUInt8: case DType::kUInt4: from_ints(x.data<uint8_t>()); break;
+      case DType::kInt8: case DType::kInt4: from_ints(x.data<int8_t>()); break;
+      case DType::kUInt16: from_ints(x.data<uint16_t>()); break;
+      case DType::kInt16: from_ints(x.data<int16_t>()); break;
+      case DType::kInt32: from_ints(x.data<int32_t>()); break;
+      default: Fail("internal: ", node.Describe(), " has input type ", DTypeName(x.dtype()));
+    }
+  }
+
+ private:
+  const QdqVersion& version_;
+  DType output_type_;
+};
+
+// DynamicQuantizeLinear (uint8), in ONNX Runtime's order:
+//   min = min(0, min(x)), max = max(0, max(x))
+//   scale = max == min ? 1 : (max - min) / 255
+//   zero_point = round_half_even(clamp(0 - min / scale, 0, 255)), NaN -> 255
+//   y = QuantizeLinear(x, scale, zero_point) on the saturating float path.
+class DynamicQuantizeLinearKernel : public OpKernel {
+ public:
+  void Run(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    const float* xs = x.data<float>();
+    float low = 0.0f, high = 0.0f;
+    bool has_nan = false;
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      if (std::isnan(xs[i])) has_nan = true;
+      low = std::min(low, xs[i]);
+      high = std::max(high, xs[i]);
+    }
+    // ORT's SIMD min/max drops or keeps NaNs depending on their position;
+    // octet propagates them (scale NaN, zero point 255, y = 0).
+    if (has_nan) low = high = std::numeric_limits<float>::quiet_NaN();
+    const float scale = high == low ? 1.0f : (high - low) / 255.0f;
+    const float initial_zero_point = 0.0f - low / scale;
+    const int32_t zero_point =
+        std::isnan(initial_zero_point)
+            ? 255
+            : static_cast<int32_t>(std::nearbyint(std::clamp(initial_zero_point, 0.0f, 255.0f)));
+
+    const IntRange range{0, 255};
+    uint8_t* y = ctx.AllocateOutput(0, DType::kUInt8, x.shape()).data<uint8_t>();
+    ScaleLayout layout;
+    layout.axis_dim = x.numel();
+    ForEachElement(layout, ctx.pool(), [&](int64_t e, int64_t) {
+      y[e] = static_cast<uint8_t>(QuantizeSaturating(xs[e] / scale, zero_point, range));
+    });
+    if (ctx.num_outputs() > 1) ctx.AllocateOutput(1, DType::kFloat32, {}).data<float>()[0] = scale;
+    if (ctx.num_outputs() > 2)
+      ctx.AllocateOutput(2, DType::kUInt8, {}).data<uint8_t>()[0] =
+          static_cast<uint8_t>(zero_point);
+  }
+};
+
+void RegisterQdqVersion(KernelRegistry& r, const QdqVersion& v) {
+  KernelDef q;
+  q.domain = v.domain;
+  q.op_type = "QuantizeLinear";
+  q.since_version = v.since_version;
+  q.end_version = v.end_version;
+  q.accepts = [&v](const Node&, const std::vector<DType>& types) {
+    const DType x = InputType(types, 0), scale = InputType(types, 1), zp = InputType(types, 2);
+    return IsFloatScaleType(v, x) && IsFloatScaleType(v, scale) &&
+           (v.mixed_q_scale || scale == x) &&
+           (zp == DType::kUndefined || IsQuantizedType(v, zp, false));
+  };
+  q.infer_types = [&v](const Node& node, const std::vector<DType>& types) {
+    return std::vector<DType>{QuantizeOutputType(v, node, types)};
+  };
+  q.create = [&v](const KernelInit& init) -> std::unique_ptr<OpKernel> {
+    return std::make_unique<QuantizeLinearKernel>(v, init);
+  };
+  r.Register(std::move(q));
+
+  KernelDef dq;
+  dq.domain = v.domain;
+  dq.op_type = "DequantizeLinear";
+  dq.since_version = v.since_version;
+  dq.end_version = v.end_version;
+  dq.accepts = [&v](const Node&, const std::vector<DType>& types) {
+    const DType x = InputType(types, 0), scale = InputType(types, 1), zp = InputType(types, 2);
+    return IsQuantizedType(v, x, true) && IsFloatScaleType(v, scale) &&
+           (zp == DType::kUndefined || zp == x);
+  };
+  dq.infer_types = [&v](const Node& node, const std::vector<DType>& types) {
+    return std::vector<DType>{DequantizeOutputType(v, node, types)};
+  };
+  dq.create = [&v](const KernelInit& init) -> std::unique_ptr<OpKernel> {
+    return std::make_unique<DequantizeLinearKernel>(v, init);
+  };
+  r.Register(std::move(dq));
+}
+
+}  // namespace
+
+void RegisterQuantizeOps(KernelRegistry& r) {
+  for (const QdqVersion& v : kQdqVersions) RegisterQdqVersion(r, v);
+
+  KernelDef dynamic;
+  dynamic.domain = kOnnxDomain;
+  dynamic.op_type = "DynamicQuantizeLinear";
+  dynamic.since_version = 11;
+  dynamic.accepts = [](const Node&, const std::vector<DType>& types) {
+    return types.size() == 1 && types[0] == DType::kFloat32;
+  };
+  dynamic.infer_types = [](const Node&, const std::vector<DType>&) {
+    return std::vector<DType>{DType::kUInt8, DType::kFloat32, DType::kUInt8};
+  };
+  dynamic.create = [](const KernelInit&) -> std::unique_ptr<OpKernel> {
+    return std::make_unique<DynamicQuantizeLinearKernel>();
+  };
+  r.Register(std::move(dynamic));
+}
 
 }  // namespace octet

@@ -7,6 +7,7 @@
 
 #include "model/onnx_loader.h"
 #include "ops/registry.h"
+#include "rewrite/rewrite.h"
 #include "runtime/thread_pool.h"
 
 namespace octet {
@@ -61,6 +62,7 @@ void InferenceSession::Impl::Prepare(int threads) {
   pool = std::make_unique<ThreadPool>(threads);
 
   Graph& g = model.graph;
+  ApplyRewrites(g);
   value_types.assign(g.values.size(), DType::kUndefined);
   for (int v : g.inputs) {
     const Value& val = g.values[v];

@@ -27,7 +27,8 @@ void BroadcastLoop(const Tensor& a, const Tensor& b, Tensor& out, Fn fn) {
   std::vector<int64_t> index(shape.size(), 0);
   int64_t off_a = 0, off_b = 0;
   for (int64_t done = 0; done < total; done += inner) {
-    for (int64_t j = 0; j < inner; ++j) po[done + j] = fn(pa[off_a + j * step_a], pb[off_b + j * step_b]);
+    for (int64_t j = 0; j < inner; ++j)
+      po[done + j] = fn(pa[off_a + j * step_a], pb[off_b + j * step_b]);
     for (size_t d = last; d-- > 0;) {
       off_a += sa[d];
       off_b += sb[d];
@@ -43,10 +44,14 @@ void BroadcastLoop(const Tensor& a, const Tensor& b, Tensor& out, Fn fn) {
 
 void BinaryFloat32(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
   switch (op) {
-    case BinaryOp::kAdd: return BroadcastLoop(a, b, out, [](float x, float y) { return x + y; });
-    case BinaryOp::kSub: return BroadcastLoop(a, b, out, [](float x, float y) { return x - y; });
-    case BinaryOp::kMul: return BroadcastLoop(a, b, out, [](float x, float y) { return x * y; });
-    case BinaryOp::kDiv: return BroadcastLoop(a, b, out, [](float x, float y) { return x / y; });
+    case BinaryOp::kAdd:
+      return BroadcastLoop(a, b, out, [](float x, float y) { return x + y; });
+    case BinaryOp::kSub:
+      return BroadcastLoop(a, b, out, [](float x, float y) { return x - y; });
+    case BinaryOp::kMul:
+      return BroadcastLoop(a, b, out, [](float x, float y) { return x * y; });
+    case BinaryOp::kDiv:
+      return BroadcastLoop(a, b, out, [](float x, float y) { return x / y; });
   }
 }
 

@@ -1,0 +1,92 @@
+// Google Benchmark for the exact int8 GEMM (kernels/int8/gemm.h): u8 A x s8 B
+// with per-tensor zero points, B prepacked (as a constant weight is), A packed
+// inside the timed call. Counters: GOPS (2 x M x N x K per second), peak (the
+// fraction of `threads` x the single-core int8 peak measured at start-up by
+// bench/int8_peak.h) and, for GEMV, GB/s of weight bytes read.
+// Run: build/<dir>/gemm_bench [--benchmark_filter=...] [--benchmark_repetitions=5]
+#include <benchmark/benchmark.h>
+
+#include <map>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "int8_peak.h"
+#include "kernels/int8/gemm.h"
+#include "runtime/thread_pool.h"
+
+namespace octet {
+namespace {
+
+double PeakOpsPerCore() {
+  static const double peak = bench::MeasureGemmPeakOps();
+  return peak;
+}
+
+ThreadPool* PoolFor(int threads) {
+  static std::map<int, std::unique_ptr<ThreadPool>> pools;
+  if (threads <= 1) return nullptr;
+  auto& pool = pools[threads];
+  if (!pool) pool = std::make_unique<ThreadPool>(threads);
+  return pool.get();
+}
+
+void BM_GemmS32(benchmark::State& state) {
+  const int64_t M = state.range(0), K = state.range(1), N = state.range(2);
+  const int threads = static_cast<int>(state.range(3));
+  std::mt19937 rng(42);
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::vector<uint8_t> a(M * K), b(K * N);
+  for (auto& v : a) v = static_cast<uint8_t>(byte(rng));
+  for (auto& v : b) v = static_cast<uint8_t>(byte(rng));
+  const PackedB packed = PackB(b.data(), /*b_signed=*/true, K, N, N);
+  std::vector<int32_t> c(M * N);
+  const int32_t a_zero = 131, b_zero = -3;
+  ThreadPool* pool = PoolFor(threads);
+  for (auto _ : state) {
+    GemmS32(M, Int8Operand{a.data(), false, K}, &a_zero, false, packed, &b_zero, false, c.data(),
+            N, pool);
+    benchmark::DoNotOptimize(c.data());
+    benchmark::ClobberMemory();
+  }
+  const double ops = 2.0 * M * N * K;
+  state.counters["GOPS"] = benchmark::Counter(ops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["peak"] = benchmark::Counter(ops / (PeakOpsPerCore() * threads),
+                                              benchmark::Counter::kIsIterationInvariantRate);
+  if (M == 1) {
+    state.counters["weight_GBps"] =
+        benchmark::Counter(K * N * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  }
+  state.SetLabel(IsaName(packed.isa));
+}
+
+void Shapes(benchmark::internal::Benchmark* b) {
+  for (int threads : {1, 2}) {
+    for (int64_t m : {1, 16, 128, 512}) b->Args({m, 1024, 1024, threads});
+    b->Args({128, 1024, 4096, threads});
+    b->Args({128, 4096, 1024, threads});
+    b->Args({1, 4096, 4096, threads});
+  }
+  b->ArgNames({"M", "K", "N", "threads"})->UseRealTime()->MinTime(0.3);
+}
+BENCHMARK(BM_GemmS32)->Apply(Shapes);
+
+// Weight bytes per second of a plain streaming read (the GEMV's bound): sums
+// a buffer of `bytes` with 64-byte loads. Sizes straddle L2 and L3.
+void BM_ReadBandwidth(benchmark::State& state) {
+  const size_t bytes = static_cast<size_t>(state.range(0));
+  std::vector<uint64_t> buffer(bytes / 8, 1);
+  for (auto _ : state) {
+    uint64_t sum = 0;
+    for (uint64_t v : buffer) sum += v;
+    benchmark::DoNotOptimize(sum);
+  }
+  state.counters["GBps"] =
+      benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_ReadBandwidth)->Arg(1 << 20)->Arg(4 << 20)->Arg(16 << 20)->Arg(256 << 20)->UseRealTime();
+
+}  // namespace
+}  // namespace octet
+
+BENCHMARK_MAIN();

@@ -1,0 +1,110 @@
+// Measured per-core int8 multiply-accumulate peak: independent chains of one
+// instruction with operands in registers, timed on the wall clock. Shared by
+// int8_peak_bench (the numbers) and gemm_bench (fraction of peak).
+//
+// The loops are inline assembly using zmm/ymm 0..15 only (declared clobbered
+// as xmm0..15), so this file needs no ISA compiler flags; callers run a loop
+// only when IsaSupported() says the CPU has it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/isa.h"
+
+namespace octet::bench {
+
+struct PeakLoop {
+  std::string name;
+  Isa needs;
+  int64_t macs_per_iteration;  // int8 multiply-accumulates per loop iteration
+  void (*run)(int64_t iterations);
+};
+
+#if defined(__x86_64__)
+#define OCTET_CLOBBER_XMM                                                                      \
+  "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",     \
+      "xmm11", "xmm12", "xmm13", "xmm14", "xmm15"
+#define OCTET_REPEAT_12(op)                                                                    \
+  op(0) op(1) op(2) op(3) op(4) op(5) op(6) op(7) op(8) op(9) op(10) op(11)
+
+// 12 independent accumulators zmm0..11 (or ymm), sources zmm14, zmm15.
+#define OCTET_DPBUSD_Z(i) "vpdpbusd %%zmm15, %%zmm14, %%zmm" #i "\n\t"
+#define OCTET_DPBUSD_Y(i) "vpdpbusd %%ymm15, %%ymm14, %%ymm" #i "\n\t"
+#define OCTET_VEX_DPBUSD_Y(i) "%{vex%} vpdpbusd %%ymm15, %%ymm14, %%ymm" #i "\n\t"
+// Exact int16 path: vpmaddwd into a temporary, then vpaddd into the accumulator.
+#define OCTET_MADDWD_Z(i)                                                                       \
+  "vpmaddwd %%zmm15, %%zmm14, %%zmm12\n\tvpaddd %%zmm12, %%zmm" #i ", %%zmm" #i "\n\t"
+#define OCTET_MADDWD_Y(i)                                                                       \
+  "vpmaddwd %%ymm15, %%ymm14, %%ymm12\n\tvpaddd %%ymm12, %%ymm" #i ", %%ymm" #i "\n\t"
+
+#define OCTET_PEAK_LOOP(fn_name, body, zero)                                  \
+  inline void fn_name(int64_t iterations) {                                   \
+    __asm__ volatile(zero "1:\n\t" OCTET_REPEAT_12(body) "dec %0\n\tjnz 1b\n\t" \
+                     "vzeroupper\n\t"                                         \
+                     : "+r"(iterations)                                       \
+                     :                                                        \
+                     : "cc", OCTET_CLOBBER_XMM);                              \
+  }
+#define OCTET_ZERO_Z "vpxord %%zmm14, %%zmm14, %%zmm14\n\tvpxord %%zmm15, %%zmm15, %%zmm15\n\t"
+#define OCTET_ZERO_Y "vpxor %%ymm14, %%ymm14, %%ymm14\n\tvpxor %%ymm15, %%ymm15, %%ymm15\n\t"
+
+OCTET_PEAK_LOOP(DpbusdZmm, OCTET_DPBUSD_Z, OCTET_ZERO_Z)
+OCTET_PEAK_LOOP(DpbusdYmmEvex, OCTET_DPBUSD_Y, OCTET_ZERO_Y)
+OCTET_PEAK_LOOP(DpbusdYmmVex, OCTET_VEX_DPBUSD_Y, OCTET_ZERO_Y)
+OCTET_PEAK_LOOP(MaddwdZmm, OCTET_MADDWD_Z, OCTET_ZERO_Z)
+OCTET_PEAK_LOOP(MaddwdYmm, OCTET_MADDWD_Y, OCTET_ZERO_Y)
+
+// One vpdpbusd: 4 MACs per 32-bit lane; one vpmaddwd: 2 per lane (int8
+// widened to int16, so one int8 MAC per int16 product).
+inline std::vector<PeakLoop> PeakLoops() {
+  return {
+      {"vpdpbusd zmm (AVX-512 VNNI)", Isa::kAvx512Vnni, 12 * 64, DpbusdZmm},
+      {"vpdpbusd ymm (AVX-512 VNNI, EVEX)", Isa::kAvx512Vnni, 12 * 32, DpbusdYmmEvex},
+      {"vpdpbusd ymm (AVX-VNNI, VEX)", Isa::kAvxVnni, 12 * 32, DpbusdYmmVex},
+      {"vpmaddwd+vpaddd zmm (int16, exact)", Isa::kAvx512Vnni, 12 * 32, MaddwdZmm},
+      {"vpmaddwd+vpaddd ymm (AVX2, exact)", Isa::kAvx2, 12 * 16, MaddwdYmm},
+  };
+}
+#else
+inline std::vector<PeakLoop> PeakLoops() { return {}; }
+#endif
+
+// Operations per second (2 per multiply-accumulate) of one loop on the
+// calling thread, best of `repeats` runs of about `seconds` each.
+inline double MeasurePeakOps(const PeakLoop& loop, double seconds = 0.1, int repeats = 5) {
+  using Clock = std::chrono::steady_clock;
+  loop.run(100000);  // warm up (clock ramp, AVX-512 license)
+  int64_t iterations = 1 << 16;
+  for (;;) {  // calibrate to roughly `seconds`
+    const auto t0 = Clock::now();
+    loop.run(iterations);
+    const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (dt > seconds / 4) {
+      iterations = static_cast<int64_t>(iterations * seconds / dt);
+      break;
+    }
+    iterations *= 4;
+  }
+  double best = 0;
+  for (int r = 0; r < repeats; ++r) {
+    const auto t0 = Clock::now();
+    loop.run(iterations);
+    const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
+    best = std::max(best, 2.0 * loop.macs_per_iteration * iterations / dt);
+  }
+  return best;
+}
+
+// The single-core peak of the fastest exact int8 instruction the GEMM can use
+// here (what gemm_bench divides by); 0 when none applies.
+inline double MeasureGemmPeakOps() {
+  for (const PeakLoop& loop : PeakLoops()) {
+    if (IsaSupported(loop.needs) && (loop.needs == BestIsa())) return MeasurePeakOps(loop);
+  }
+  return 0;
+}
+
+}  // namespace octet::bench

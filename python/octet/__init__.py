@@ -1,0 +1,133 @@
+"""octet: exact integer inference of quantized ONNX models on the CPU.
+
+The API mirrors onnxruntime's::
+
+    import octet
+    sess = octet.InferenceSession("model.int8.onnx", threads=1)
+    outputs = sess.run(None, {"x": x})
+"""
+
+import os
+
+import ml_dtypes
+import numpy as np
+
+from . import _octet
+
+__all__ = ["InferenceSession", "NodeArg", "OctetError"]
+
+OctetError = _octet.OctetError
+OctetError.__doc__ = "Raised for every octet failure; str(error) is the one-line message."
+OctetError.__module__ = "octet"
+
+# ONNX TensorProto data type -> the numpy dtype users pass and get back.
+_NUMPY_TYPE = {
+    1: np.dtype(np.float32),
+    2: np.dtype(np.uint8),
+    3: np.dtype(np.int8),
+    4: np.dtype(np.uint16),
+    5: np.dtype(np.int16),
+    6: np.dtype(np.int32),
+    7: np.dtype(np.int64),
+    9: np.dtype(np.bool_),
+    10: np.dtype(np.float16),
+    11: np.dtype(np.float64),
+    12: np.dtype(np.uint32),
+    13: np.dtype(np.uint64),
+    16: np.dtype(ml_dtypes.bfloat16),
+    17: np.dtype(ml_dtypes.float8_e4m3fn),
+    18: np.dtype(ml_dtypes.float8_e4m3fnuz),
+    19: np.dtype(ml_dtypes.float8_e5m2),
+    20: np.dtype(ml_dtypes.float8_e5m2fnuz),
+    21: np.dtype(ml_dtypes.uint4),
+    22: np.dtype(ml_dtypes.int4),
+}
+_INT4, _UINT4, _BFLOAT16, _FLOAT8 = 22, 21, 16, (17, 18, 19, 20)
+
+
+class NodeArg:
+    """A graph input or output as onnxruntime describes it."""
+
+    def __init__(self, name, type_name, shape):
+        self.name = name
+        self.type = "tensor(%s)" % type_name
+        self.shape = shape  # ints, symbol strings, None for unknown dims; [] if unknown rank
+
+    def __repr__(self):
+        return "NodeArg(name=%r, type=%r, shape=%r)" % (self.name, self.type, self.shape)
+
+
+def _to_storage(array, code):
+    """C-contiguous array holding the bytes octet expects for ONNX type code."""
+    if not array.flags.c_contiguous:
+        array = array.copy(order="C")
+    if code in (_INT4, _UINT4):
+        # ml_dtypes keeps a 4-bit value in the low nibble; octet holds one value per byte.
+        nibbles = array.view(np.uint8) & 0x0F
+        if code == _UINT4:
+            return nibbles
+        return np.where(nibbles >= 8, nibbles.astype(np.int16) - 16, nibbles).astype(np.int8)
+    if code == _BFLOAT16:
+        return array.view(np.uint16)
+    if code in _FLOAT8:
+        return array.view(np.uint8)
+    return array
+
+
+def _from_storage(code, storage):
+    dtype = _NUMPY_TYPE.get(code)
+    if dtype is None:
+        raise OctetError("output of ONNX type %d has no numpy equivalent" % code)
+    if code in (_INT4, _UINT4):
+        return (storage.view(np.uint8) & 0x0F).view(dtype)
+    return storage.view(dtype)
+
+
+class InferenceSession:
+    """Loads a model once; run() executes it.
+
+    model: a path (str or os.PathLike) to an .onnx file, or the serialized model bytes.
+    threads: worker threads (0 = one per core); results never depend on it.
+    """
+
+    def __init__(self, path_or_bytes, threads=1):
+        if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
+            model = bytes(path_or_bytes)
+        else:
+            model = os.fspath(path_or_bytes)
+        self._session = _octet.Session(model, int(threads))
+        self._inputs = [NodeArg(n, t, s) for n, _, t, s, _ in self._session.inputs()]
+        self._outputs = [NodeArg(n, t, s) for n, _, t, s, _ in self._session.outputs()]
+        self._input_codes = {n: code for n, code, _, _, _ in self._session.inputs()}
+
+    def get_inputs(self):
+        return list(self._inputs)
+
+    def get_outputs(self):
+        return list(self._outputs)
+
+    def run(self, output_names, input_feed):
+        """Returns a list of numpy arrays, one per name in output_names (all if None)."""
+        if not isinstance(input_feed, dict):
+            raise OctetError("input_feed must be a dict {input name: numpy array}")
+        feeds = []
+        for name, value in input_feed.items():
+            array = np.asarray(value)
+            code = self._input_codes.get(name)
+            if code is None:
+                raise OctetError(
+                    "unknown input name '%s'; the model's inputs are: %s"
+                    % (name, ", ".join(arg.name for arg in self._inputs))
+                )
+            expected = _NUMPY_TYPE.get(code)
+            if array.dtype != expected:
+                raise OctetError(
+                    "input '%s' must be %s (numpy %s), got numpy %s"
+                    % (name, self._type_of(name), expected, array.dtype)
+                )
+            feeds.append((name, code, _to_storage(array, code)))
+        names = [] if output_names is None else [str(n) for n in output_names]
+        return [_from_storage(code, storage) for code, storage in self._session.run(names, feeds)]
+
+    def _type_of(self, name):
+        return next(arg.type for arg in self._inputs if arg.name == name)

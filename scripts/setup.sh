@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Installs what octet needs on a Debian 12 machine and builds octet into .venv.
+# Idempotent: installed packages are skipped, rebuilds are incremental
+# (build/python). Run from anywhere: bash scripts/setup.sh
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+APT_PACKAGES=(build-essential cmake ninja-build libprotobuf-dev protobuf-compiler libgtest-dev
+              libbenchmark-dev)
+# A python3 that can make virtual environments (pyenv's does; Debian's needs python3-venv).
+if ! command -v python3 >/dev/null || ! python3 -c 'import ensurepip, venv' 2>/dev/null; then
+  APT_PACKAGES+=(python3 python3-venv)
+fi
+PIP_PACKAGES=(onnx==1.23.2 onnxruntime==1.31.1 numpy ml-dtypes pytest pybind11 scikit-build-core)
+
+missing=()
+for package in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||
+    missing+=("$package")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing Debian packages: ${missing[*]}"
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || { echo "setup: error: need root (or sudo) to install ${missing[*]}" >&2; exit 1; }
+    SUDO=sudo
+  fi
+  $SUDO apt-get update
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${missing[@]}"
+else
+  echo "setup: Debian packages present"
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv"
+  python3 -m venv .venv
+fi
+echo "setup: Python packages (${PIP_PACKAGES[*]})"
+.venv/bin/python -m pip install --quiet --disable-pip-version-check "${PIP_PACKAGES[@]}"
+
+echo "setup: building and installing octet into .venv (build folder build/python)"
+# --no-build-isolation reuses the venv's pybind11 and scikit-build-core (no downloads).
+CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-2}" \
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-build-isolation .
+echo "setup: done ($(.venv/bin/python -c 'import octet, onnxruntime, onnx; print("octet ok, onnx", onnx.__version__, "onnxruntime", onnxruntime.__version__)'))"

@@ -1,0 +1,168 @@
+#include "kernels/int8/gemm.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/error.h"
+#include "kernels/int8/gemm_pack.h"
+#include "runtime/thread_pool.h"
+
+namespace octet {
+
+namespace {
+
+using gemm::TileArgs;
+using gemm::TileFn;
+using gemm::TileShape;
+
+// Fixed blocking (Goto / van de Geijn), constants of the kernel so the work
+// split never depends on the thread count. A k block of 512 keeps one B
+// micro-panel (<= 32 columns x 512 bytes = 16 KiB) in L1 while the A block
+// (<= 128 rows x 512 bytes) streams from L2.
+constexpr int64_t kKcGroups = 512 / gemm::kGroup;
+constexpr int64_t kMcRows = 128;
+constexpr int64_t kNcCols = 256;
+
+TileFn TileFnFor(Isa isa) {
+  switch (isa) {
+    case Isa::kScalar: return gemm::TileScalar;
+#if defined(__x86_64__) || defined(_M_X64)
+    case Isa::kAvx2: return gemm::TileAvx2;
+    case Isa::kAvxVnni: return gemm::TileAvxVnni;
+    case Isa::kAvx512Vnni: return gemm::TileAvx512Vnni;
+#endif
+#if defined(__aarch64__)
+    case Isa::kNeonDot: return gemm::TileNeonDot;
+#endif
+    default: break;
+  }
+  Fail("int8 GEMM: instruction set ", IsaName(isa), " is not built into this binary");
+}
+
+// Per-calling-thread buffers reused across products (workers only write into
+// the caller's buffers, at disjoint offsets).
+struct Scratch {
+  std::vector<uint8_t> packed_a;
+  std::vector<int32_t> row_neg_za, row_neg_sum, col_term, col_zb;
+};
+Scratch& ThreadScratch() {
+  thread_local Scratch scratch;
+  return scratch;
+}
+
+void RunParallel(ThreadPool* pool, int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
+  if (pool != nullptr) {
+    pool->ParallelFor(n, fn);
+  } else if (n > 0) {
+    fn(0, n);
+  }
+}
+
+}  // namespace
+
+void GemmS32(int64_t M, const Int8Operand& A, const int32_t* a_zero, bool a_zero_per_row,
+             const PackedB& b, const int32_t* b_zero, bool b_zero_per_col, int32_t* C,
+             int64_t ldc, ThreadPool* pool) {
+  const int64_t K = b.K, N = b.N;
+  OCTET_CHECK(M >= 0, "int8 GEMM: negative M=", M);
+  OCTET_CHECK(K <= kGemmMaxK, "int8 GEMM: K=", K, " exceeds ", kGemmMaxK,
+              ", the largest K whose int32 accumulation is exact for all 8-bit inputs");
+  OCTET_CHECK(A.ld >= K, "int8 GEMM: A leading dimension ", A.ld, " < K=", K);
+  OCTET_CHECK(ldc >= N, "int8 GEMM: C leading dimension ", ldc, " < N=", N);
+  if (M == 0 || N == 0) return;
+  OCTET_CHECK(C != nullptr, "int8 GEMM: C is null");
+  if (K == 0) {
+    for (int64_t m = 0; m < M; ++m) std::fill_n(C + m * ldc, N, 0);
+    return;
+  }
+  OCTET_CHECK(A.data != nullptr, "int8 GEMM: A data is null");
+  OCTET_CHECK(IsaSupported(b.isa), "int8 GEMM: instruction set ", IsaName(b.isa),
+              " cannot run here: ", IsaUnsupportedReason(b.isa));
+  const TileShape s = gemm::TileShapeFor(b.isa);
+  OCTET_CHECK(s.nr == b.nr, "internal: PackedB panel width ", b.nr, " does not match ",
+              IsaName(b.isa));
+  const TileFn tile = TileFnFor(b.isa);
+  const int64_t kg = b.k_groups;
+  const int64_t m_panels = (M + s.mr - 1) / s.mr, n_panels = (N + s.nr - 1) / s.nr;
+
+  Scratch& sc = ThreadScratch();
+  sc.packed_a.resize(M * kg * gemm::kGroup);
+  sc.row_neg_za.resize(M);
+  sc.row_neg_sum.resize(M);
+  sc.col_term.assign(n_panels * s.nr, 0);
+  sc.col_zb.assign(n_panels * s.nr, 0);
+
+  // Column terms in the stored B domain (uint8 B is stored as B - 128).
+  // Unsigned arithmetic: wraps like the kernels, never undefined.
+  const int32_t b_shift = b.b_signed ? 0 : 128;
+  for (int64_t n = 0; n < N; ++n) {
+    const int32_t zb = (b_zero ? b_zero[b_zero_per_col ? n : 0] : 0) - b_shift;
+    sc.col_zb[n] = zb;
+    sc.col_term[n] = static_cast<int32_t>(static_cast<uint32_t>(b.col_sums[n]) -
+                                          static_cast<uint32_t>(K) * static_cast<uint32_t>(zb));
+  }
+
+  // Pack A (parallel over row panels) with its row sums and zero points in the A domain.
+  const int32_t a_shift = A.is_signed == s.a_unsigned ? (A.is_signed ? 128 : -128) : 0;
+  RunParallel(pool, m_panels, [&](int64_t p0, int64_t p1) {
+    const int64_t r0 = p0 * s.mr, r1 = std::min(p1 * s.mr, M);
+    gemm::PackA(A, r0, r1, K, s, sc.packed_a.data(), sc.row_neg_sum.data());
+    for (int64_t m = r0; m < r1; ++m) {
+      const int32_t za = (a_zero ? a_zero[a_zero_per_row ? m : 0] : 0) + a_shift;
+      sc.row_neg_za[m] = static_cast<int32_t>(0u - static_cast<uint32_t>(za));
+      sc.row_neg_sum[m] = static_cast<int32_t>(0u - static_cast<uint32_t>(sc.row_neg_sum[m]));
+    }
+  });
+
+  // One row panel reuses nothing across k blocks, so it takes K in one pass.
+  const int64_t kc = m_panels == 1 ? kg : kKcGroups;
+  const int64_t mc = std::max<int64_t>(1, kMcRows / s.mr);  // panels per block
+  const int64_t nc = std::max<int64_t>(1, kNcCols / s.nr);
+  const int64_t m_blocks = (m_panels + mc - 1) / mc, n_blocks = (n_panels + nc - 1) / nc;
+  const int8_t* packed_b = b.data.data<int8_t>();
+
+  RunParallel(pool, m_blocks * n_blocks, [&](int64_t t0, int64_t t1) {
+    alignas(64) int32_t edge[gemm::kMaxRows * gemm::kMaxCols];
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t mp0 = (t / n_blocks) * mc, mp1 = std::min(mp0 + mc, m_panels);
+      const int64_t np0 = (t % n_blocks) * nc, np1 = std::min(np0 + nc, n_panels);
+      for (int64_t g0 = 0; g0 < kg; g0 += kc) {
+        const int64_t groups = std::min(kc, kg - g0);
+        const bool first = g0 == 0, last = g0 + groups == kg;
+        for (int64_t np = np0; np < np1; ++np) {
+          const int64_t n0 = np * s.nr, cols = std::min<int64_t>(s.nr, N - n0);
+          for (int64_t mp = mp0; mp < mp1; ++mp) {
+            const int64_t m0 = mp * s.mr;
+            const int rows = static_cast<int>(std::min<int64_t>(s.mr, M - m0));
+            TileArgs args;
+            args.a = sc.packed_a.data() + (m0 * kg + g0 * rows) * gemm::kGroup;
+            args.b = packed_b + (np * kg + g0) * s.nr * gemm::kGroup;
+            args.k_groups = groups;
+            args.accumulate = !first;
+            args.row_neg_za = last ? sc.row_neg_za.data() + m0 : nullptr;
+            args.row_neg_sum = sc.row_neg_sum.data() + m0;
+            args.col_term = sc.col_term.data() + n0;
+            args.col_zb = sc.col_zb.data() + n0;
+            int32_t* c = C + m0 * ldc + n0;
+            if (cols == s.nr) {
+              args.c = c;
+              args.ldc = ldc;
+              tile(rows, args);
+              continue;
+            }
+            // Right edge: the kernel writes whole panels, so go through a buffer.
+            args.c = edge;
+            args.ldc = s.nr;
+            if (!first) {
+              for (int r = 0; r < rows; ++r) std::copy_n(c + r * ldc, cols, edge + r * s.nr);
+            }
+            tile(rows, args);
+            for (int r = 0; r < rows; ++r) std::copy_n(edge + r * s.nr, cols, c + r * ldc);
+          }
+        }
+      }
+    }
+  });
+}
+
+}  // namespace octet

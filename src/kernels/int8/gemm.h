@@ -1,0 +1,54 @@
+// The exact int8 GEMM:
+//   C[m,n] = sum_k (A[m,k] - zA) * (B[k,n] - zB)        (int32 result)
+// computed on the raw 8-bit integers with int32 accumulation and corrected
+// afterwards with row sums of A and column sums of B (Jacob et al. 2018,
+// section 2.3). Every path (AVX-512 VNNI, AVX-VNNI, AVX2, Arm SDOT, scalar)
+// gives the same bytes, for every thread count: integer sums are exact and
+// the work is cut into fixed blocks. docs/gemm.md describes the design.
+//
+// Exactness limit: the result is exact whenever it fits in int32, which is
+// guaranteed for 8-bit zero points while K <= kGemmMaxK (K * 255 * 255 <
+// 2^31); a larger K is refused with an octet::Error.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/tensor.h"
+#include "kernels/int8/gemm_reference.h"  // Int8Operand
+#include "kernels/isa.h"
+
+namespace octet {
+
+class ThreadPool;
+
+constexpr int64_t kGemmMaxK = (int64_t{1} << 31) / (255 * 255);  // 33025
+
+// B (K x N, int8 or uint8) rearranged for one instruction set's micro-kernel,
+// with its column sums. Made once per constant weight; immutable afterwards
+// and safe to share between threads.
+struct PackedB {
+  Isa isa = Isa::kScalar;
+  int64_t K = 0, N = 0;
+  bool b_signed = false;
+  int nr = 1;            // columns per panel
+  int64_t k_groups = 0;  // K rounded up to groups of 4
+  Tensor data;           // panels x k_groups x nr x 4 bytes, int8 (uint8 B stored as B - 128)
+  std::vector<int32_t> col_sums;  // per padded column: sum over k of the stored int8 values
+};
+
+// Packs row-major B (leading dimension ldb >= N) for `isa`, which must be
+// supported (IsaSupported); the product then runs on that path.
+PackedB PackB(const void* b, bool b_signed, int64_t K, int64_t N, int64_t ldb,
+              Isa isa = ActiveIsa());
+
+// C (M x b.N, leading dimension ldc) = (A - a_zero) * (B - b_zero) in int32.
+// A: M x b.K, row-major int8 or uint8 (A.ld >= K). a_zero: M entries when
+// a_zero_per_row, else one; b_zero: N entries when b_zero_per_col, else one;
+// a null zero pointer means zero. pool may be null (runs on the caller).
+// Throws octet::Error on a negative M, a too-small ld, or K > kGemmMaxK.
+void GemmS32(int64_t M, const Int8Operand& A, const int32_t* a_zero, bool a_zero_per_row,
+             const PackedB& b, const int32_t* b_zero, bool b_zero_per_col, int32_t* C,
+             int64_t ldc, ThreadPool* pool);
+
+}  // namespace octet

@@ -1,0 +1,97 @@
+#include "kernels/int8/gemm_pack.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/error.h"
+#include "kernels/int8/gemm.h"
+
+namespace octet::gemm {
+
+TileShape TileShapeFor(Isa isa) {
+  switch (isa) {
+    case Isa::kScalar: return {4, 8, true};  // the AVX2 layout, so both run the same bytes
+    case Isa::kAvx2: return {4, 8, true};
+    case Isa::kAvxVnni: return {6, 16, true};
+    case Isa::kAvx512Vnni: return {8, 32, true};
+    case Isa::kNeonDot: return {4, 16, false};
+  }
+  Fail("internal: unknown instruction set ", static_cast<int>(isa));
+}
+
+void PackA(const Int8Operand& A, int64_t row_begin, int64_t row_end, int64_t K, const TileShape& s,
+           uint8_t* dst, int32_t* row_sums) {
+  const int64_t k_groups = (K + kGroup - 1) / kGroup, full_groups = K / kGroup;
+  // Flipping the top bit maps int8 to A + 128 (uint8) and uint8 to A - 128 (int8).
+  const bool flip = A.is_signed == s.a_unsigned;
+  const uint32_t mask = flip ? 0x80808080u : 0u;
+  const int32_t shift = !flip ? 0 : (A.is_signed ? 128 : -128);
+  for (int64_t p0 = row_begin; p0 < row_end; p0 += s.mr) {
+    const int64_t rows = std::min<int64_t>(s.mr, row_end - p0);
+    uint8_t* panel = dst + p0 * k_groups * kGroup;
+    for (int64_t r = 0; r < rows; ++r) {
+      const uint8_t* src = static_cast<const uint8_t*>(A.data) + (p0 + r) * A.ld;
+      uint8_t* out = panel + r * kGroup;
+      const int64_t step = rows * kGroup;
+      for (int64_t g = 0; g < full_groups; ++g) {
+        uint32_t v;
+        std::memcpy(&v, src + g * kGroup, kGroup);
+        v ^= mask;
+        std::memcpy(out + g * step, &v, kGroup);
+      }
+      if (full_groups < k_groups) {  // zero-padded tail group
+        uint8_t tail[kGroup] = {0, 0, 0, 0};
+        for (int64_t k = full_groups * kGroup; k < K; ++k)
+          tail[k - full_groups * kGroup] = src[k] ^ static_cast<uint8_t>(mask);
+        std::memcpy(out + full_groups * step, tail, kGroup);
+      }
+      int32_t sum = 0;  // |sum| <= K * 128 fits easily for K <= kGemmMaxK
+      if (A.is_signed) {
+        for (int64_t k = 0; k < K; ++k) sum += static_cast<int8_t>(src[k]);
+      } else {
+        for (int64_t k = 0; k < K; ++k) sum += src[k];
+      }
+      row_sums[p0 + r] = sum + shift * static_cast<int32_t>(K);
+    }
+  }
+}
+
+}  // namespace octet::gemm
+
+namespace octet {
+
+PackedB PackB(const void* b, bool b_signed, int64_t K, int64_t N, int64_t ldb, Isa isa) {
+  OCTET_CHECK(K >= 0 && N >= 0, "int8 GEMM: negative B shape K=", K, " N=", N);
+  OCTET_CHECK(ldb >= N, "int8 GEMM: B leading dimension ", ldb, " < N=", N);
+  OCTET_CHECK(K <= kGemmMaxK, "int8 GEMM: K=", K, " exceeds ", kGemmMaxK,
+              ", the largest K whose int32 accumulation is exact for all 8-bit inputs");
+  OCTET_CHECK(b != nullptr || K * N == 0, "int8 GEMM: B data is null");
+  OCTET_CHECK(IsaSupported(isa), "int8 GEMM: instruction set ", IsaName(isa),
+              " cannot run here: ", IsaUnsupportedReason(isa));
+  const gemm::TileShape s = gemm::TileShapeFor(isa);
+  PackedB packed;
+  packed.isa = isa;
+  packed.K = K;
+  packed.N = N;
+  packed.b_signed = b_signed;
+  packed.nr = s.nr;
+  packed.k_groups = (K + gemm::kGroup - 1) / gemm::kGroup;
+  const int64_t panels = (N + s.nr - 1) / s.nr;
+  const int64_t panel_bytes = packed.k_groups * s.nr * gemm::kGroup;
+  packed.data = Tensor(DType::kInt8, {panels * panel_bytes});  // zero-filled: the padding
+  packed.col_sums.assign(panels * s.nr, 0);
+  int8_t* out = packed.data.data<int8_t>();
+  const uint8_t flip = b_signed ? 0 : 0x80;  // uint8 B is stored as B - 128
+  for (int64_t k = 0; k < K; ++k) {
+    const uint8_t* row = static_cast<const uint8_t*>(b) + k * ldb;
+    const int64_t group_offset = (k / gemm::kGroup) * s.nr * gemm::kGroup + k % gemm::kGroup;
+    for (int64_t n = 0; n < N; ++n) {
+      const int8_t v = static_cast<int8_t>(row[n] ^ flip);
+      out[(n / s.nr) * panel_bytes + group_offset + (n % s.nr) * gemm::kGroup] = v;
+      packed.col_sums[n] += v;
+    }
+  }
+  return packed;
+}
+
+}  // namespace octet

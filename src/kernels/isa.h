@@ -1,0 +1,34 @@
+// Instruction-set selection for the integer kernels. The best path the CPU
+// and OS support is chosen once, at first use, from cpuid (x86) or the
+// hardware capability bits (aarch64). OCTET_ISA=scalar|avx2|avxvnni|
+// avx512vnni|neondot forces a path; an unknown name or a path this machine
+// cannot run is an octet::Error, never a silent fallback.
+#pragma once
+
+#include <string_view>
+
+namespace octet {
+
+enum class Isa { kScalar, kAvx2, kAvxVnni, kAvx512Vnni, kNeonDot };
+
+// The OCTET_ISA spelling: "scalar", "avx2", "avxvnni", "avx512vnni", "neondot".
+const char* IsaName(Isa isa);
+
+// Parses an OCTET_ISA spelling; throws octet::Error on an unknown name.
+Isa ParseIsa(std::string_view name);
+
+// True when this build contains the path and this CPU and OS can run it.
+bool IsaSupported(Isa isa);
+
+// Why `isa` cannot run here (empty when IsaSupported(isa)).
+const char* IsaUnsupportedReason(Isa isa);
+
+// The fastest supported path.
+Isa BestIsa();
+
+// The path the kernels use by default: OCTET_ISA when set (checked), else
+// BestIsa(). Decided once per process; throws octet::Error (on every call)
+// when OCTET_ISA is unknown or unsupported.
+Isa ActiveIsa();
+
+}  // namespace octet

@@ -1,0 +1,26 @@
+// Quantization parameters (scales, zero points) of the integer operators
+// (MatMulInteger, QLinearMatMul, ConvInteger, QLinearConv), read and checked.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/tensor.h"
+#include "graph/graph.h"
+
+namespace octet {
+
+inline bool IsInt8Type(DType t) { return t == DType::kUInt8 || t == DType::kInt8; }
+
+// The scale values as float32; float16 and bfloat16 scales widen exactly.
+std::vector<float> ReadScales(const Node& node, const Tensor& scale, const char* name);
+
+// The zero point values as int32; the dtype must equal `expected` (the dtype
+// of the tensor it belongs to).
+std::vector<int32_t> ReadZeroPoints(const Node& node, const Tensor& zero_point, DType expected,
+                                    const char* name);
+
+// Fails unless the parameter holds one value (a per-tensor parameter).
+void CheckPerTensor(const Node& node, const Tensor& param, const char* name);
+
+}  // namespace octet

@@ -1,0 +1,198 @@
+"""octet's Python API: metadata and results against onnxruntime and numpy, dtype
+plumbing for every tensor type, and a clear octet.OctetError for each bad input."""
+
+import pathlib
+
+import ml_dtypes
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
+
+import octet
+
+IR_VERSION = 10  # readable by onnxruntime 1.31.1
+
+
+def make_model(nodes, inputs, outputs, initializers=(), opset=21):
+    graph = helper.make_graph(nodes, "test", inputs, outputs, list(initializers))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
+                             ir_version=IR_VERSION)
+
+
+def ort_session(model):
+    return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+
+
+WEIGHT = np.arange(-6, 6, dtype=np.float32).reshape(3, 4) / 4
+BIAS = np.array([0.5, -1, 0, 2], dtype=np.float32)
+
+
+@pytest.fixture(scope="module")
+def mlp_model():
+    """out = Relu(x @ W + b) with a symbolic batch; sq = z * z with an unknown dim."""
+    nodes = [
+        helper.make_node("MatMul", ["x", "W"], ["mm"]),
+        helper.make_node("Add", ["mm", "b"], ["pre"]),
+        helper.make_node("Relu", ["pre"], ["out"]),
+        helper.make_node("Mul", ["z", "z"], ["sq"]),
+    ]
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3]),
+              helper.make_tensor_value_info("z", TensorProto.FLOAT, [None, 2])]
+    outputs = [helper.make_tensor_value_info("out", TensorProto.FLOAT, ["batch", 4]),
+               helper.make_tensor_value_info("sq", TensorProto.FLOAT, [None, 2])]
+    inits = [numpy_helper.from_array(WEIGHT, "W"), numpy_helper.from_array(BIAS, "b")]
+    return make_model(nodes, inputs, outputs, inits)
+
+
+@pytest.fixture(scope="module")
+def mlp_path(mlp_model, tmp_path_factory):
+    path = tmp_path_factory.mktemp("models") / "mlp.onnx"
+    onnx.save(mlp_model, str(path))
+    return path
+
+
+def feeds():
+    rng = np.random.default_rng(0)
+    return {"x": rng.standard_normal((5, 3)).astype(np.float32),
+            "z": rng.standard_normal((2, 2)).astype(np.float32)}
+
+
+def test_metadata_matches_onnxruntime(mlp_model, mlp_path):
+    ours = octet.InferenceSession(str(mlp_path))
+    theirs = ort_session(mlp_model)
+    for mine, ref in [(ours.get_inputs(), theirs.get_inputs()),
+                      (ours.get_outputs(), theirs.get_outputs())]:
+        assert [a.name for a in mine] == [a.name for a in ref]
+        assert [a.shape for a in mine] == [a.shape for a in ref]
+        assert [a.type for a in mine] == [a.type for a in ref]
+    assert ours.get_inputs()[0].shape == ["batch", 3]
+    assert ours.get_inputs()[1].shape == [None, 2]
+    assert ours.get_inputs()[0].type == "tensor(float)"
+
+
+def test_run_matches_numpy_and_onnxruntime(mlp_model, mlp_path):
+    f = feeds()
+    out, sq = octet.InferenceSession(mlp_path).run(None, f)  # os.PathLike accepted
+    np.testing.assert_array_equal(sq, f["z"] * f["z"])
+    reference = np.maximum(f["x"].astype(np.float64) @ WEIGHT + BIAS, 0)
+    np.testing.assert_allclose(out, reference, rtol=1e-6, atol=1e-6)
+    ort_out, ort_sq = ort_session(mlp_model).run(None, f)
+    assert out.dtype == np.float32 and out.shape == ort_out.shape == (5, 4)
+    np.testing.assert_allclose(out, ort_out, rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(sq, ort_sq)
+
+
+def test_bytes_output_names_threads_and_noncontiguous(mlp_model, mlp_path):
+    f = feeds()
+    (expected_sq, expected_out) = octet.InferenceSession(mlp_path).run(["sq", "out"], f)
+    session = octet.InferenceSession(mlp_model.SerializeToString(), threads=2)
+    sq, out = session.run(["sq", "out"], f)
+    np.testing.assert_array_equal(out, expected_out)
+    np.testing.assert_array_equal(sq, expected_sq)
+    # A transposed (Fortran-ordered) view and a strided slice are copied to C order.
+    x_t = np.asfortranarray(f["x"])
+    z_strided = np.repeat(f["z"], 2, axis=1)[:, ::2]
+    assert not x_t.flags.c_contiguous and not z_strided.flags.c_contiguous
+    out2, sq2 = session.run(None, {"x": x_t, "z": z_strided})
+    np.testing.assert_array_equal(out2, expected_out)
+    np.testing.assert_array_equal(sq2, expected_sq)
+
+
+def dq_model(elem_type, shape):
+    zero = numpy_helper.from_array(np.zeros((), helper.tensor_dtype_to_np_dtype(elem_type)), "zp")
+    zero.data_type = elem_type
+    nodes = [helper.make_node("DequantizeLinear", ["x", "scale", "zp"], ["y"])]
+    return make_model(
+        nodes, [helper.make_tensor_value_info("x", elem_type, shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)],
+        [numpy_helper.from_array(np.array(0.5, np.float32), "scale"), zero])
+
+
+def q_model(elem_type, shape):
+    zero = helper.make_tensor("zp", elem_type, [], [0])
+    nodes = [helper.make_node("QuantizeLinear", ["x", "scale", "zp"], ["y"])]
+    return make_model(
+        nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info("y", elem_type, shape)],
+        [numpy_helper.from_array(np.array(0.5, np.float32), "scale"), zero])
+
+
+QUANT_TYPES = [
+    (TensorProto.INT8, np.int8), (TensorProto.UINT8, np.uint8), (TensorProto.INT16, np.int16),
+    (TensorProto.UINT16, np.uint16), (TensorProto.INT4, ml_dtypes.int4),
+    (TensorProto.UINT4, ml_dtypes.uint4),
+    (TensorProto.FLOAT8E4M3FN, ml_dtypes.float8_e4m3fn),
+    (TensorProto.FLOAT8E4M3FNUZ, ml_dtypes.float8_e4m3fnuz),
+    (TensorProto.FLOAT8E5M2, ml_dtypes.float8_e5m2),
+    (TensorProto.FLOAT8E5M2FNUZ, ml_dtypes.float8_e5m2fnuz),
+]
+
+
+@pytest.mark.parametrize("elem_type,np_type", QUANT_TYPES,
+                         ids=[helper.tensor_dtype_to_string(t) for t, _ in QUANT_TYPES])
+def test_quantized_dtypes_round_trip(elem_type, np_type):
+    """ml_dtypes in and out, checked against ONNX's reference evaluator (onnxruntime's
+    Python binding cannot pass int4 / float8 arrays)."""
+    values = np.array([[-3.0, -1.5, 0.0], [0.5, 2.0, 3.5]], np.float32)
+    if "uint" in np.dtype(np_type).name:
+        values = np.abs(values)
+    # Input of this dtype -> float.
+    x = values.astype(np_type)
+    model = dq_model(elem_type, [2, 3])
+    session = octet.InferenceSession(model.SerializeToString())
+    assert session.get_inputs()[0].type == ort_session(model).get_inputs()[0].type
+    (ours,) = session.run(None, {"x": x})
+    (expected,) = ReferenceEvaluator(model).run(None, {"x": x})
+    assert ours.dtype == np.float32
+    np.testing.assert_array_equal(ours, expected)
+    # float -> output of this dtype: the same numpy (ml_dtypes) dtype and values.
+    model = q_model(elem_type, [2, 3])
+    (ours,) = octet.InferenceSession(model.SerializeToString()).run(None, {"x": values})
+    (expected,) = ReferenceEvaluator(model).run(None, {"x": values})
+    assert ours.dtype == expected.dtype == np.dtype(np_type)
+    np.testing.assert_array_equal(ours.astype(np.float32), expected.astype(np.float32))
+
+
+def expect_error(fn, *needles):
+    with pytest.raises(octet.OctetError) as info:
+        fn()
+    message = str(info.value)
+    assert "\n" not in message
+    for needle in needles:
+        assert needle in message, message
+    return message
+
+
+def test_error_is_a_runtime_error():
+    assert issubclass(octet.OctetError, RuntimeError)
+
+
+def test_bad_feeds_raise_clear_errors(mlp_path):
+    session = octet.InferenceSession(mlp_path)
+    f = feeds()
+    expect_error(lambda: session.run(None, {**f, "nope": f["x"]}), "unknown input name 'nope'",
+                 "x, z")
+    expect_error(lambda: session.run(None, {"x": f["x"].astype(np.float64), "z": f["z"]}),
+                 "input 'x'", "tensor(float)", "float64")
+    expect_error(lambda: session.run(None, {"x": f["x"][0], "z": f["z"]}), "input 'x'", "rank 2")
+    expect_error(lambda: session.run(None, {"x": f["x"][:, :2].copy(), "z": f["z"]}),
+                 "input 'x'", "dimension 1")
+    expect_error(lambda: session.run(None, {"x": f["x"]}), "input 'z'", "not fed")
+    expect_error(lambda: session.run(["nope"], f), "unknown output name 'nope'")
+
+
+def test_bad_models_raise_clear_errors(mlp_model, tmp_path):
+    data = mlp_model.SerializeToString()
+    truncated = tmp_path / "truncated.onnx"
+    truncated.write_bytes(data[: len(data) // 2])
+    expect_error(lambda: octet.InferenceSession(str(truncated)))
+    expect_error(lambda: octet.InferenceSession(data[: len(data) // 3]))
+    expect_error(lambda: octet.InferenceSession(str(tmp_path / "missing.onnx")), "missing.onnx")
+    unknown = make_model([helper.make_node("FooBar", ["x"], ["y"], name="foo")],
+                         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    expect_error(lambda: octet.InferenceSession(unknown.SerializeToString()), "FooBar",
+                 "ai.onnx", "opset 21")

@@ -1,0 +1,342 @@
+// The exact int8 GEMM (kernels/int8/gemm.h) on every instruction-set path the
+// CPU supports, against the naive int64 reference (GemmReferenceS32). Every
+// operand lives right before a PROT_NONE guard page, so any over-read or
+// over-write faults.
+#include "kernels/int8/gemm.h"
+
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "kernels/int8/gemm_reference.h"
+#include "runtime/thread_pool.h"
+
+namespace octet {
+namespace {
+
+// `bytes` of memory whose last byte is followed by an inaccessible page.
+class GuardedBuffer {
+ public:
+  explicit GuardedBuffer(size_t bytes) : bytes_(bytes) {
+    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    const size_t data_pages = (bytes + page - 1) / page;
+    map_bytes_ = (data_pages + 1) * page;
+    base_ = static_cast<uint8_t*>(
+        mmap(nullptr, map_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    if (base_ == MAP_FAILED) throw std::runtime_error("mmap failed");
+    if (mprotect(base_ + data_pages * page, page, PROT_NONE) != 0)
+      throw std::runtime_error("mprotect failed");
+    data_ = base_ + data_pages * page - bytes;
+  }
+  ~GuardedBuffer() { munmap(base_, map_bytes_); }
+  GuardedBuffer(const GuardedBuffer&) = delete;
+  GuardedBuffer& operator=(const GuardedBuffer&) = delete;
+
+  template <typename T>
+  T* as() {
+    return reinterpret_cast<T*>(data_);
+  }
+  size_t size() const { return bytes_; }
+
+ private:
+  size_t bytes_, map_bytes_;
+  uint8_t* base_;
+  uint8_t* data_;
+};
+
+constexpr int kRandom = -1000;  // fill value meaning "uniform over the type's range"
+
+struct Case {
+  int64_t M = 1, N = 1, K = 1;
+  bool a_signed = false, b_signed = true;
+  int a_fill = kRandom, b_fill = kRandom;  // a value of the operand's type, or kRandom
+  bool za_per_row = false, zb_per_col = false;
+  int za = kRandom, zb = kRandom;  // per-tensor zero point, or kRandom (per row/col: always random)
+  int64_t lda_pad = 0, ldb_pad = 0, ldc_pad = 0;
+  uint32_t seed = 1;
+};
+
+std::string Describe(const Case& c) {
+  return "M=" + std::to_string(c.M) + " N=" + std::to_string(c.N) + " K=" + std::to_string(c.K) +
+         (c.a_signed ? " A=s8" : " A=u8") + (c.b_signed ? " B=s8" : " B=u8") +
+         " a_fill=" + std::to_string(c.a_fill) + " b_fill=" + std::to_string(c.b_fill) +
+         " za=" + (c.za_per_row ? "per-row" : std::to_string(c.za)) +
+         " zb=" + (c.zb_per_col ? "per-col" : std::to_string(c.zb)) +
+         " seed=" + std::to_string(c.seed);
+}
+
+int TypeMin(bool is_signed) { return is_signed ? -128 : 0; }
+int TypeMax(bool is_signed) { return is_signed ? 127 : 255; }
+
+void Fill8(uint8_t* p, size_t n, bool is_signed, int fill, std::mt19937& rng) {
+  std::uniform_int_distribution<int> dist(TypeMin(is_signed), TypeMax(is_signed));
+  for (size_t i = 0; i < n; ++i)
+    p[i] = static_cast<uint8_t>(fill == kRandom ? dist(rng) : fill);
+}
+
+// Zero points: random over the type's range with both limits always present.
+void FillZeros(int32_t* p, size_t n, bool is_signed, int value, std::mt19937& rng) {
+  std::uniform_int_distribution<int> dist(TypeMin(is_signed), TypeMax(is_signed));
+  for (size_t i = 0; i < n; ++i) p[i] = value == kRandom ? dist(rng) : value;
+  if (value == kRandom && n >= 2) {
+    p[0] = TypeMin(is_signed);
+    p[n - 1] = TypeMax(is_signed);
+  }
+}
+
+// Runs the case on `isa` (and the given pool) and returns C (M x N, ldc stripped).
+std::vector<int32_t> RunGemm(Isa isa, const Case& c, ThreadPool* pool) {
+  std::mt19937 rng(c.seed);
+  const int64_t lda = c.K + c.lda_pad, ldb = c.N + c.ldb_pad, ldc = c.N + c.ldc_pad;
+  GuardedBuffer a(static_cast<size_t>(c.M * lda)), b(static_cast<size_t>(c.K * ldb));
+  Fill8(a.as<uint8_t>(), a.size(), c.a_signed, c.a_fill, rng);
+  Fill8(b.as<uint8_t>(), b.size(), c.b_signed, c.b_fill, rng);
+  GuardedBuffer za(sizeof(int32_t) * (c.za_per_row ? c.M : 1));
+  GuardedBuffer zb(sizeof(int32_t) * (c.zb_per_col ? c.N : 1));
+  FillZeros(za.as<int32_t>(), za.size() / 4, c.a_signed, c.za_per_row ? kRandom : c.za, rng);
+  FillZeros(zb.as<int32_t>(), zb.size() / 4, c.b_signed, c.zb_per_col ? kRandom : c.zb, rng);
+
+  const PackedB packed = PackB(b.as<uint8_t>(), c.b_signed, c.K, c.N, ldb, isa);
+  GuardedBuffer out(sizeof(int32_t) * static_cast<size_t>(c.M * ldc));
+  std::memset(out.as<uint8_t>(), 0xA5, out.size());  // padding columns must keep this
+  GemmS32(c.M, Int8Operand{a.as<uint8_t>(), c.a_signed, lda}, za.as<int32_t>(), c.za_per_row,
+          packed, zb.as<int32_t>(), c.zb_per_col, out.as<int32_t>(), ldc, pool);
+
+  std::vector<int32_t> result(static_cast<size_t>(c.M * c.N));
+  for (int64_t m = 0; m < c.M; ++m) {
+    for (int64_t n = 0; n < ldc; ++n) {
+      const int32_t v = out.as<int32_t>()[m * ldc + n];
+      if (n < c.N) {
+        result[m * c.N + n] = v;
+      } else if (v != static_cast<int32_t>(0xA5A5A5A5u)) {
+        ADD_FAILURE() << "wrote C padding at m=" << m << " n=" << n << ": " << Describe(c);
+      }
+    }
+  }
+  return result;
+}
+
+std::vector<int32_t> RunReference(const Case& c) {
+  std::mt19937 rng(c.seed);  // same draws, same order as RunGemm
+  const int64_t lda = c.K + c.lda_pad, ldb = c.N + c.ldb_pad;
+  std::vector<uint8_t> a(c.M * lda), b(c.K * ldb);
+  Fill8(a.data(), a.size(), c.a_signed, c.a_fill, rng);
+  Fill8(b.data(), b.size(), c.b_signed, c.b_fill, rng);
+  std::vector<int32_t> za(c.za_per_row ? c.M : 1), zb(c.zb_per_col ? c.N : 1);
+  FillZeros(za.data(), za.size(), c.a_signed, c.za_per_row ? kRandom : c.za, rng);
+  FillZeros(zb.data(), zb.size(), c.b_signed, c.zb_per_col ? kRandom : c.zb, rng);
+  std::vector<int32_t> result(c.M * c.N);
+  GemmReferenceS32(c.M, c.N, c.K, Int8Operand{a.data(), c.a_signed, lda}, za.data(), c.za_per_row,
+                   Int8Operand{b.data(), c.b_signed, ldb}, zb.data(), c.zb_per_col,
+                   result.data(), c.N);
+  return result;
+}
+
+::testing::AssertionResult Matches(Isa isa, const Case& c, ThreadPool* pool = nullptr) {
+  const std::vector<int32_t> got = RunGemm(isa, c, pool), want = RunReference(c);
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (got[i] != want[i]) {
+      return ::testing::AssertionFailure()
+             << IsaName(isa) << " " << Describe(c) << ": C[" << i / c.N << "," << i % c.N
+             << "] = " << got[i] << ", reference " << want[i];
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// Sets the case's signedness to pair p (0..3) and its zero points from seed.
+void SetPair(Case& c, int p) {
+  c.a_signed = p & 1;
+  c.b_signed = p & 2;
+}
+
+class GemmIsaTest : public ::testing::TestWithParam<Isa> {
+ protected:
+  void SetUp() override {
+    if (!IsaSupported(GetParam()))
+      GTEST_SKIP() << IsaName(GetParam()) << ": " << IsaUnsupportedReason(GetParam());
+  }
+  Isa isa() const { return GetParam(); }
+};
+
+TEST_P(GemmIsaTest, AllSmallMAndNForSeveralK) {
+  for (int64_t K : {1, 4, 7, 64}) {
+    for (int64_t M = 1; M <= 64; ++M) {
+      for (int64_t N = 1; N <= 64; ++N) {
+        Case c;
+        c.M = M, c.N = N, c.K = K;
+        c.seed = static_cast<uint32_t>(M * 4099 + N * 67 + K);
+        SetPair(c, static_cast<int>((M + N) % 4));
+        c.za_per_row = (M + K) % 3 == 0;
+        c.zb_per_col = (N + K) % 3 == 1;
+        ASSERT_TRUE(Matches(isa(), c));
+      }
+    }
+  }
+}
+
+TEST_P(GemmIsaTest, AllKUpTo64ForSeveralShapes) {
+  const int64_t shapes[][2] = {{1, 1}, {1, 33}, {3, 17}, {8, 32}, {9, 31}, {13, 64}, {64, 48}};
+  for (const auto& [M, N] : shapes) {
+    for (int64_t K = 1; K <= 64; ++K) {
+      for (int p = 0; p < 4; ++p) {
+        Case c;
+        c.M = M, c.N = N, c.K = K;
+        c.seed = static_cast<uint32_t>(K * 31 + p);
+        SetPair(c, p);
+        c.za_per_row = p == 1;
+        c.zb_per_col = p == 2;
+        ASSERT_TRUE(Matches(isa(), c));
+      }
+    }
+  }
+}
+
+TEST_P(GemmIsaTest, KAroundTheBlockAndNAroundTheTile) {
+  // 512 is the k block; M > 8 rows gives several row panels, so k blocking applies.
+  for (int64_t K : {508, 511, 512, 513, 1024, 1027, 1536}) {
+    for (int64_t N : {15, 16, 17, 31, 32, 33, 47, 48, 49, 255, 257}) {
+      Case c;
+      c.M = 19, c.N = N, c.K = K;
+      c.seed = static_cast<uint32_t>(K + N);
+      SetPair(c, static_cast<int>((K + N) % 4));
+      c.za_per_row = N % 2 == 0;
+      c.zb_per_col = N % 3 == 0;
+      ASSERT_TRUE(Matches(isa(), c));
+    }
+  }
+}
+
+TEST_P(GemmIsaTest, LongK) {
+  for (int64_t K : {4096, 16384}) {
+    for (int p = 0; p < 4; ++p) {
+      Case c;
+      c.M = p == 0 ? 1 : 11, c.N = 37, c.K = K;
+      c.seed = static_cast<uint32_t>(K + p);
+      SetPair(c, p);
+      c.zb_per_col = p % 2 == 0;
+      ASSERT_TRUE(Matches(isa(), c));
+    }
+  }
+}
+
+TEST_P(GemmIsaTest, ZeroPointsAndValuesAtTypeLimits) {
+  // Constant operands at the limits (-128/127, 0/255) make every product maximal;
+  // a saturating kernel (vpmaddubsw, vpdpbusds) gets these wrong.
+  for (int p = 0; p < 4; ++p) {
+    Case c;
+    SetPair(c, p);
+    for (int a_fill : {TypeMin(c.a_signed), TypeMax(c.a_signed), kRandom}) {
+      for (int b_fill : {TypeMin(c.b_signed), TypeMax(c.b_signed), kRandom}) {
+        for (int za : {TypeMin(c.a_signed), TypeMax(c.a_signed)}) {
+          for (int zb : {TypeMin(c.b_signed), TypeMax(c.b_signed)}) {
+            c.M = 10, c.N = 35, c.K = 1030;
+            c.a_fill = a_fill, c.b_fill = b_fill, c.za = za, c.zb = zb;
+            c.seed = static_cast<uint32_t>(p * 1000 + a_fill * 7 + b_fill * 3 + za + zb);
+            ASSERT_TRUE(Matches(isa(), c));
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_P(GemmIsaTest, LargestExactKWithTheLargestProducts) {
+  // |A - zA| = |B - zB| = 255 at every k: the result is -K * 255 * 255 or +K * 255 * 255,
+  // the extreme int32 values the kernel promises to get exactly.
+  for (int p = 0; p < 4; ++p) {
+    Case c;
+    SetPair(c, p);
+    c.M = 9, c.N = 33, c.K = kGemmMaxK;
+    c.a_fill = TypeMax(c.a_signed), c.za = TypeMin(c.a_signed);
+    c.b_fill = p < 2 ? TypeMin(c.b_signed) : TypeMax(c.b_signed);
+    c.zb = p < 2 ? TypeMax(c.b_signed) : TypeMin(c.b_signed);
+    ASSERT_TRUE(Matches(isa(), c));
+  }
+}
+
+TEST_P(GemmIsaTest, LeadingDimensionsLargerThanTheMatrix) {
+  for (int p = 0; p < 4; ++p) {
+    Case c;
+    SetPair(c, p);
+    c.M = 21, c.N = 45, c.K = 77, c.lda_pad = 5, c.ldb_pad = 3, c.ldc_pad = 7;
+    c.za_per_row = true, c.zb_per_col = true, c.seed = 99 + p;
+    ASSERT_TRUE(Matches(isa(), c));
+  }
+}
+
+TEST_P(GemmIsaTest, EmptyProducts) {
+  for (const auto& [M, N, K] : {std::array<int64_t, 3>{0, 5, 7}, {5, 0, 7}, {5, 7, 0}, {0, 0, 0}}) {
+    Case c;
+    c.M = M, c.N = N, c.K = K;
+    ASSERT_TRUE(Matches(isa(), c));  // K = 0: every C is 0
+  }
+}
+
+TEST_P(GemmIsaTest, SameBytesForOneTwoAndThreeThreads) {
+  ThreadPool two(2), three(3);
+  for (const auto& [M, N, K] :
+       {std::array<int64_t, 3>{1, 1000, 300}, {200, 300, 700}, {131, 530, 1100}}) {
+    Case c;
+    c.M = M, c.N = N, c.K = K, c.za_per_row = true, c.seed = static_cast<uint32_t>(M);
+    const std::vector<int32_t> want = RunReference(c);
+    EXPECT_EQ(RunGemm(isa(), c, nullptr), want);
+    EXPECT_EQ(RunGemm(isa(), c, &two), want);
+    EXPECT_EQ(RunGemm(isa(), c, &three), want);
+  }
+}
+
+TEST_P(GemmIsaTest, RefusesKBeyondTheExactLimit) {
+  std::vector<uint8_t> b(kGemmMaxK + 1, 0);
+  EXPECT_THROW(PackB(b.data(), true, kGemmMaxK + 1, 1, 1, isa()), Error);
+  const PackedB packed = PackB(b.data(), true, 4, 2, 2, isa());
+  int32_t out[4];
+  uint8_t a[8] = {};
+  EXPECT_THROW(GemmS32(2, Int8Operand{a, true, 3}, nullptr, false, packed, nullptr, false, out, 2,
+                       nullptr),
+               Error);  // lda < K
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, GemmIsaTest,
+                         ::testing::Values(Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni,
+                                           Isa::kAvx512Vnni, Isa::kNeonDot),
+                         [](const ::testing::TestParamInfo<Isa>& info) {
+                           return std::string(IsaName(info.param));
+                         });
+
+TEST(GemmIsa, EveryPathGivesTheSameBytes) {
+  Case c;
+  c.M = 77, c.N = 95, c.K = 600, c.a_signed = true, c.b_signed = false, c.zb_per_col = true;
+  const std::vector<int32_t> want = RunReference(c);
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni, Isa::kNeonDot}) {
+    if (IsaSupported(isa)) {
+      EXPECT_EQ(RunGemm(isa, c, nullptr), want) << IsaName(isa);
+    }
+  }
+}
+
+TEST(GemmIsa, NamesAndDispatch) {
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni, Isa::kNeonDot})
+    EXPECT_EQ(ParseIsa(IsaName(isa)), isa);
+  EXPECT_THROW(ParseIsa("avx512"), Error);
+  EXPECT_TRUE(IsaSupported(Isa::kScalar));
+  EXPECT_TRUE(IsaSupported(BestIsa()));
+  EXPECT_TRUE(IsaSupported(ActiveIsa()));
+  for (Isa isa : {Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni, Isa::kNeonDot}) {
+    if (!IsaSupported(isa)) {
+      uint8_t b[4] = {};
+      EXPECT_THROW(PackB(b, true, 2, 2, 2, isa), Error) << IsaName(isa);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace octet

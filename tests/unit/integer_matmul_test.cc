@@ -1,0 +1,528 @@
+// MatMulInteger and QLinearMatMul through the kernel registry, and the
+// requantization epilogue (kernels/int8/requantize.h) on its own. Products are
+// checked against naive int64 loops written here; requantized values against
+// the documented formula (int_op_test_util.h), hand-worked values, the ONNX
+// backend tests' expected outputs and ONNX Runtime 1.31.1 outputs.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "int_op_test_util.h"
+#include "kernels/int8/requantize.h"
+
+namespace octet {
+namespace {
+
+using int_test::ExpectedRequant;
+using int_test::ExpectError;
+using int_test::Int8At;
+using int_test::MakeTensor;
+using int_test::RandomInt8;
+using int_test::RunNode;
+using int_test::Scalar;
+using int_test::TypeMax;
+using int_test::TypeMin;
+using int_test::ZeroPoints;
+
+// ---------------------------------------------------------------- epilogue
+
+std::vector<int> RequantizeToInts(const std::vector<int32_t>& acc, int64_t rows, int64_t cols,
+                                  const RequantizeParams& p) {
+  std::vector<uint8_t> out(acc.size(), 0xAA);
+  RequantizeS32(acc.data(), cols, rows, cols, p, out.data(), cols);
+  std::vector<int> values;
+  for (uint8_t v : out)
+    values.push_back(p.output_type == DType::kInt8 ? static_cast<int8_t>(v) : v);
+  return values;
+}
+
+TEST(Requantize, TiesRoundHalfToEven) {
+  const float half = 0.5f;
+  const std::vector<int32_t> acc = {-7, -5, -3, -1, 1, 3, 5, 7, 9};
+  RequantizeParams p;
+  p.multiplier = &half;
+  p.zero_point = 0;
+  p.output_type = DType::kInt8;
+  // -3.5 -2.5 -1.5 -0.5 0.5 1.5 2.5 3.5 4.5, worked by hand.
+  EXPECT_EQ(RequantizeToInts(acc, 1, 9, p), (std::vector<int>{-4, -2, -2, 0, 0, 2, 2, 4, 4}));
+  p.zero_point = 10;
+  p.output_type = DType::kUInt8;
+  EXPECT_EQ(RequantizeToInts(acc, 1, 9, p), (std::vector<int>{6, 8, 8, 10, 10, 12, 12, 14, 14}));
+}
+
+TEST(Requantize, SaturatesAtZeroPointLimits) {
+  const float one = 1.f;
+  const std::vector<int32_t> acc = {-1000, -256, -255, -1, 0, 1, 255, 256, 1000};
+  RequantizeParams p;
+  p.multiplier = &one;
+  p.output_type = DType::kUInt8;
+  p.zero_point = 0;
+  EXPECT_EQ(RequantizeToInts(acc, 1, 9, p), (std::vector<int>{0, 0, 0, 0, 0, 1, 255, 255, 255}));
+  p.zero_point = 255;
+  EXPECT_EQ(RequantizeToInts(acc, 1, 9, p),
+            (std::vector<int>{0, 0, 0, 254, 255, 255, 255, 255, 255}));
+  p.output_type = DType::kInt8;
+  p.zero_point = -128;
+  EXPECT_EQ(RequantizeToInts(acc, 1, 9, p),
+            (std::vector<int>{-128, -128, -128, -128, -128, -127, 127, 127, 127}));
+  p.zero_point = 127;
+  EXPECT_EQ(RequantizeToInts(acc, 1, 9, p),
+            (std::vector<int>{-128, -128, -128, 126, 127, 127, 127, 127, 127}));
+}
+
+TEST(Requantize, OverflowingAndNaNProductsClampLikeOnnxRuntime) {
+  // tools/probe_ort_requant.py: multiplier 1e30 gives qmax / qmin (no int32
+  // conversion overflow); multiplier inf with acc 0 (NaN) gives qmin.
+  const float huge = 1e30f;
+  const float inf = std::numeric_limits<float>::infinity();
+  RequantizeParams p;
+  p.zero_point = 5;
+  p.output_type = DType::kUInt8;
+  p.multiplier = &huge;
+  EXPECT_EQ(RequantizeToInts({32385, -32385, 0}, 1, 3, p), (std::vector<int>{255, 0, 5}));
+  p.multiplier = &inf;
+  EXPECT_EQ(RequantizeToInts({1, -1, 0}, 1, 3, p), (std::vector<int>{255, 0, 0}));
+  p.output_type = DType::kInt8;
+  EXPECT_EQ(RequantizeToInts({1, -1, 0}, 1, 3, p), (std::vector<int>{127, -128, -128}));
+}
+
+TEST(Requantize, BiasIsAddedInInt32BeforeTheFloatConversion) {
+  // acc + bias = 2^24 + 2 converts exactly: (2^24 + 2) * 2^-25 = 0.5 + 2^-24 -> 1.
+  // Converting acc and bias separately would give 2^24 -> 0.5 -> 0.
+  const float multiplier = std::ldexp(1.f, -25);
+  const int32_t bias = (1 << 24) + 1;
+  RequantizeParams p;
+  p.multiplier = &multiplier;
+  p.bias = &bias;
+  p.output_type = DType::kUInt8;
+  EXPECT_EQ(RequantizeToInts({1}, 1, 1, p), std::vector<int>{1});
+}
+
+TEST(Requantize, PerColumnMultiplierAndBiasWithLeadingDimensions) {
+  const std::vector<float> multipliers = {0.5f, 1.f, 2.f};
+  const std::vector<int32_t> bias = {1, -2, 3};
+  const int32_t acc[2][4] = {{1, 2, 3, 99}, {-4, 5, -6, 99}};
+  uint8_t out[2][5];
+  std::memset(out, 0xEE, sizeof(out));
+  RequantizeParams p;
+  p.multiplier = multipliers.data();
+  p.multiplier_per_column = true;
+  p.bias = bias.data();
+  p.bias_per_column = true;
+  p.zero_point = 100;
+  p.output_type = DType::kUInt8;
+  RequantizeS32(&acc[0][0], 4, 2, 3, p, &out[0][0], 5);
+  // (1+1)*0.5=1, (2-2)*1=0, (3+3)*2=12; (-4+1)*0.5=-1.5->-2, (5-2)*1=3, (-6+3)*2=-6.
+  EXPECT_EQ(std::vector<int>(out[0], out[0] + 5), (std::vector<int>{101, 100, 112, 0xEE, 0xEE}));
+  EXPECT_EQ(std::vector<int>(out[1], out[1] + 5), (std::vector<int>{98, 103, 94, 0xEE, 0xEE}));
+}
+
+TEST(Requantize, MultiplierIsFormedAsProductThenQuotient) {
+  const float a = 0.0123f, b = 0.0456f, y = 0.0789f;
+  EXPECT_EQ(RequantizeMultiplier(a, b, y), (a * b) / y);
+}
+
+// ---------------------------------------------------------------- references
+
+// A quantization parameter of A (per tensor, [M] or A's shape with last dim 1)
+// or of B (per tensor, [N] or B's shape with dim -2 = 1): value for matrix
+// `matrix` of the operand and row/column `i` of `count`.
+int64_t ParamIndex(const Tensor& param, int64_t matrix, int64_t i, int64_t count) {
+  return param.numel() == 1 ? 0 : matrix * count + i;
+}
+
+struct ExpectedMatMul {
+  Shape shape;
+  std::vector<int64_t> acc;
+  std::vector<int64_t> b_matrix_of_entry;  // B matrix used by each output batch entry
+  int64_t m = 0, n = 0;
+};
+
+// numpy.matmul of (A - za) and (B - zb) in int64, written independently of the op.
+ExpectedMatMul NaiveMatMul(const Tensor& a, const Tensor* za, const Tensor& b, const Tensor* zb) {
+  Shape as = a.shape(), bs = b.shape();
+  if (as.size() == 1) as.insert(as.begin(), 1);
+  if (bs.size() == 1) bs.push_back(1);
+  const int64_t m = as[as.size() - 2], k = as.back(), n = bs.back();
+  const size_t batch_rank = std::max(as.size(), bs.size()) - 2;
+  Shape ab(batch_rank, 1), bb(batch_rank, 1), batch(batch_rank, 1);
+  std::copy(as.begin(), as.end() - 2, ab.end() - (as.size() - 2));
+  std::copy(bs.begin(), bs.end() - 2, bb.end() - (bs.size() - 2));
+  for (size_t d = 0; d < batch_rank; ++d) batch[d] = ab[d] == 1 ? bb[d] : ab[d];
+  ExpectedMatMul r;
+  r.m = m;
+  r.n = n;
+  r.shape = batch;
+  if (a.rank() > 1) r.shape.push_back(m);
+  if (b.rank() > 1) r.shape.push_back(n);
+  int64_t entries = 1;
+  for (int64_t d : batch) entries *= d;
+  for (int64_t e = 0; e < entries; ++e) {
+    // Unravel e, then ravel into A's and B's batch dims (size-1 dims broadcast).
+    int64_t rest = e, a_mat = 0, b_mat = 0, a_mul = 1, b_mul = 1;
+    for (size_t d = batch_rank; d-- > 0;) {
+      const int64_t idx = rest % batch[d];
+      rest /= batch[d];
+      a_mat += (ab[d] == 1 ? 0 : idx) * a_mul;
+      b_mat += (bb[d] == 1 ? 0 : idx) * b_mul;
+      a_mul *= ab[d];
+      b_mul *= bb[d];
+    }
+    r.b_matrix_of_entry.push_back(b_mat);
+    for (int64_t i = 0; i < m; ++i) {
+      const int64_t zai = za ? Int8At(*za, ParamIndex(*za, a_mat, i, m)) : 0;
+      for (int64_t j = 0; j < n; ++j) {
+        const int64_t zbj = zb ? Int8At(*zb, ParamIndex(*zb, b_mat, j, n)) : 0;
+        int64_t sum = 0;
+        for (int64_t p = 0; p < k; ++p)
+          sum += (Int8At(a, (a_mat * m + i) * k + p) - zai) *
+                 (Int8At(b, (b_mat * k + p) * n + j) - zbj);
+        r.acc.push_back(sum);
+      }
+    }
+  }
+  return r;
+}
+
+std::vector<int64_t> Int32Values(const Tensor& t) {
+  const int32_t* p = t.data<int32_t>();
+  return std::vector<int64_t>(p, p + t.numel());
+}
+
+std::vector<int64_t> Int8Values(const Tensor& t) {
+  std::vector<int64_t> v;
+  for (int64_t i = 0; i < t.numel(); ++i) v.push_back(Int8At(t, i));
+  return v;
+}
+
+const std::vector<std::pair<DType, DType>> kTypePairs = {{DType::kUInt8, DType::kUInt8},
+                                                         {DType::kUInt8, DType::kInt8},
+                                                         {DType::kInt8, DType::kUInt8},
+                                                         {DType::kInt8, DType::kInt8}};
+
+// ---------------------------------------------------------------- MatMulInteger
+
+struct ShapePair {
+  Shape a, b;
+};
+
+const std::vector<ShapePair> kShapes = {
+    {{1, 1}, {1, 1}},          {{3, 1}, {1, 5}},         {{7, 13}, {13, 9}},
+    {{16, 33}, {33, 17}},      {{2, 5, 4}, {4, 3}},      {{5, 4}, {2, 4, 3}},
+    {{2, 1, 3, 6}, {4, 6, 5}}, {{3, 1, 2, 4}, {1, 2, 4, 7}}, {{6}, {6, 4}},
+    {{2, 6, 4}, {4}},          {{5}, {5}},               {{0, 4}, {4, 3}},
+    {{3, 4}, {4, 0}},          {{3, 0}, {0, 5}},         {{2, 0, 3, 4}, {4, 2}}};
+
+TEST(MatMulInteger, MatchesNaiveLoopsOnShapeGridAndEveryTypePair) {
+  std::mt19937 rng(11);
+  for (const auto& [ta, tb] : kTypePairs) {
+    for (const ShapePair& s : kShapes) {
+      SCOPED_TRACE(ShapeToString(s.a) + " x " + ShapeToString(s.b) + " " + DTypeName(ta) + "/" +
+                   DTypeName(tb));
+      const Tensor a = RandomInt8(ta, s.a, rng);
+      const Tensor b = RandomInt8(tb, s.b, rng);
+      // Zero points at the type limits and in the middle.
+      for (int z : {0, 1, 2}) {
+        const int za_value = z == 0 ? TypeMin(ta) : z == 1 ? TypeMax(ta) : 3;
+        const int zb_value = z == 0 ? TypeMax(tb) : z == 1 ? TypeMin(tb) : 100;
+        const Tensor za = ZeroPoints(ta, {}, {za_value});
+        const Tensor zb = ZeroPoints(tb, {1}, {zb_value});
+        const Tensor y = RunNode("MatMulInteger", 10, {a, b, za, zb});
+        const ExpectedMatMul want = NaiveMatMul(a, &za, b, &zb);
+        EXPECT_EQ(y.shape(), want.shape);
+        EXPECT_EQ(Int32Values(y), want.acc);
+      }
+      // Without zero points.
+      const Tensor y = RunNode("MatMulInteger", 10, {a, b});
+      EXPECT_EQ(Int32Values(y), NaiveMatMul(a, nullptr, b, nullptr).acc);
+    }
+  }
+}
+
+TEST(MatMulInteger, FullRangeValuesDoNotSaturate) {
+  // (255 - 0) * (-128 - 127) = -65025 per step; K = 2000 gives -130,050,000.
+  const int64_t k = 2000;
+  const Tensor a = MakeTensor<uint8_t>({2, k}, std::vector<uint8_t>(2 * k, 255));
+  const Tensor b = MakeTensor<int8_t>({k, 3}, std::vector<int8_t>(3 * k, -128));
+  const Tensor y = RunNode("MatMulInteger", 10,
+                           {a, b, Scalar<uint8_t>(0), Scalar<int8_t>(127)});
+  EXPECT_EQ(Int32Values(y), std::vector<int64_t>(6, -65025 * k));
+  const Tensor a8 = MakeTensor<int8_t>({1, k}, std::vector<int8_t>(k, -128));
+  const Tensor y8 = RunNode("MatMulInteger", 10, {a8, b, Scalar<int8_t>(127), Scalar<int8_t>(127)});
+  EXPECT_EQ(Int32Values(y8), std::vector<int64_t>(3, 255 * 255 * k));
+}
+
+TEST(MatMulInteger, PerRowAndPerColumnZeroPoints) {
+  std::mt19937 rng(5);
+  struct Case {
+    Shape a, b, za, zb;
+  };
+  const std::vector<Case> cases = {{{4, 6}, {6, 5}, {4}, {5}},
+                                   {{4, 6}, {6, 5}, {4, 1}, {1, 5}},
+                                   {{2, 3, 6}, {2, 6, 5}, {2, 3, 1}, {2, 1, 5}},
+                                   {{2, 3, 6}, {6, 5}, {2, 3, 1}, {5}},
+                                   {{3, 6}, {2, 6, 5}, {3}, {2, 1, 5}}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(ShapeToString(c.a) + " x " + ShapeToString(c.b));
+    for (const auto& [ta, tb] : kTypePairs) {
+      const Tensor a = RandomInt8(ta, c.a, rng);
+      const Tensor b = RandomInt8(tb, c.b, rng);
+      const Tensor za = RandomInt8(ta, c.za, rng);
+      const Tensor zb = RandomInt8(tb, c.zb, rng);
+      const Tensor y = RunNode("MatMulInteger", 10, {a, b, za, zb});
+      EXPECT_EQ(Int32Values(y), NaiveMatMul(a, &za, b, &zb).acc);
+    }
+  }
+}
+
+TEST(MatMulInteger, OnnxBackendTestCase) {
+  // onnx/backend/test/case/node/matmulinteger.py
+  const Tensor a = MakeTensor<uint8_t>({4, 3}, {11, 7, 3, 10, 6, 2, 9, 5, 1, 8, 4, 0});
+  const Tensor b = MakeTensor<uint8_t>({3, 2}, {1, 4, 2, 5, 3, 6});
+  const Tensor y = RunNode("MatMulInteger", 10,
+                           {a, b, MakeTensor<uint8_t>({}, {12}), MakeTensor<uint8_t>({}, {0})});
+  EXPECT_EQ(y.shape(), (Shape{4, 2}));
+  EXPECT_EQ(Int32Values(y), (std::vector<int64_t>{-38, -83, -44, -98, -50, -113, -56, -128}));
+}
+
+TEST(MatMulInteger, ErrorsNameTheNode) {
+  const Tensor a = MakeTensor<uint8_t>({2, 3}, std::vector<uint8_t>(6, 1));
+  const Tensor b = MakeTensor<int8_t>({4, 2}, std::vector<int8_t>(8, 1));
+  const Tensor b_ok = MakeTensor<int8_t>({3, 2}, std::vector<int8_t>(6, 1));
+  ExpectError([&] { RunNode("MatMulInteger", 10, {a, b}); },
+              {"MatMulInteger(ai.onnx, opset 10) node 'node_under_test'", "inner dimensions"});
+  ExpectError([&] { RunNode("MatMulInteger", 10, {a, b_ok, std::nullopt, Scalar<uint8_t>(0)}); },
+              {"node_under_test", "unsupported input types"});
+  ExpectError(
+      [&] {
+        RunNode("MatMulInteger", 10,
+                {a, b_ok, std::nullopt, MakeTensor<int8_t>({3}, {0, 0, 0})});
+      },
+      {"node_under_test", "b_zero_point", "[3]"});
+  ExpectError(
+      [&] { RunNode("MatMulInteger", 10, {a, b_ok, MakeTensor<uint8_t>({3}, {0, 0, 0})}); },
+      {"node_under_test", "a_zero_point", "[3]"});
+  const Tensor a3 = MakeTensor<uint8_t>({2, 2, 3}, std::vector<uint8_t>(12, 1));
+  const Tensor b3 = MakeTensor<int8_t>({3, 3, 2}, std::vector<int8_t>(18, 1));
+  ExpectError([&] { RunNode("MatMulInteger", 10, {a3, b3}); }, {"do not broadcast"});
+  ExpectError([&] { RunNode("MatMulInteger", 10, {Scalar<uint8_t>(1), b_ok}); }, {"rank >= 1"});
+}
+
+// ---------------------------------------------------------------- QLinearMatMul
+
+struct QParams {
+  float a_scale, y_scale;
+  int za, zy;
+};
+
+// Runs QLinearMatMul and compares with the naive product and the documented epilogue.
+void CheckQLinearMatMul(int opset, const Tensor& a, const Tensor& b, const QParams& q,
+                        const Tensor& b_scale, const Tensor& zb, DType y_type) {
+  const Tensor za = ZeroPoints(a.dtype(), {}, {q.za});
+  const Tensor zy = ZeroPoints(y_type, {1}, {q.zy});
+  const Tensor y = RunNode("QLinearMatMul", opset,
+                           {a, Scalar(q.a_scale), za, b, b_scale, zb, Scalar(q.y_scale), zy});
+  const ExpectedMatMul want = NaiveMatMul(a, &za, b, &zb);
+  ASSERT_EQ(y.shape(), want.shape);
+  ASSERT_EQ(y.dtype(), y_type);
+  const float* bs = b_scale.data<float>();
+  std::vector<int64_t> expected;
+  for (size_t i = 0; i < want.acc.size(); ++i) {
+    const int64_t entry = static_cast<int64_t>(i) / (want.m * want.n);
+    const int64_t col = static_cast<int64_t>(i) % want.n;
+    const float b_scale_value =
+        bs[ParamIndex(b_scale, want.b_matrix_of_entry[entry], col, want.n)];
+    expected.push_back(ExpectedRequant(want.acc[i], q.a_scale, b_scale_value, q.y_scale, q.zy,
+                                       y_type));
+  }
+  EXPECT_EQ(Int8Values(y), expected);
+}
+
+TEST(QLinearMatMul, MatchesReferenceOnShapeGridAndEveryTypeCombination) {
+  std::mt19937 rng(21);
+  std::uniform_real_distribution<float> scale(0.001f, 0.05f);
+  for (int opset : {10, 21}) {
+    for (const auto& [ta, tb] : kTypePairs) {
+      for (DType ty : {DType::kUInt8, DType::kInt8}) {
+        for (const ShapePair& s : kShapes) {
+          SCOPED_TRACE(ShapeToString(s.a) + " x " + ShapeToString(s.b) + " " + DTypeName(ta) +
+                       "/" + DTypeName(tb) + "->" + DTypeName(ty));
+          const Tensor a = RandomInt8(ta, s.a, rng);
+          const Tensor b = RandomInt8(tb, s.b, rng);
+          // Scales sized so outputs spread over the range and reach saturation.
+          const int64_t k = s.a.back();
+          const QParams q{scale(rng), 0.f, TypeMin(ta) + 70, TypeMax(ty) - 90};
+          QParams qs = q;
+          qs.y_scale = q.a_scale * 0.02f * std::sqrt(static_cast<float>(std::max<int64_t>(k, 1)));
+          CheckQLinearMatMul(opset, a, b, qs, Scalar(scale(rng)),
+                             ZeroPoints(tb, {}, {TypeMax(tb)}), ty);
+        }
+      }
+    }
+  }
+}
+
+TEST(QLinearMatMul, PerColumnScalesAndZeroPointsWithBatches) {
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> scale(0.002f, 0.03f);
+  std::uniform_int_distribution<int> zero(0, 255);
+  struct Case {
+    Shape a, b, b_param;
+  };
+  const std::vector<Case> cases = {{{5, 8}, {8, 7}, {7}},
+                                   {{5, 8}, {8, 7}, {1, 7}},
+                                   {{3, 5, 8}, {3, 8, 7}, {3, 1, 7}},
+                                   {{2, 1, 5, 8}, {3, 8, 7}, {3, 1, 7}},
+                                   {{8}, {2, 8, 7}, {2, 1, 7}}};
+  for (const Case& c : cases) {
+    for (const auto& [ta, tb] : kTypePairs) {
+      SCOPED_TRACE(ShapeToString(c.a) + " x " + ShapeToString(c.b));
+      const Tensor a = RandomInt8(ta, c.a, rng);
+      const Tensor b = RandomInt8(tb, c.b, rng);
+      Tensor b_scale(DType::kFloat32, c.b_param);
+      for (int64_t i = 0; i < b_scale.numel(); ++i) b_scale.data<float>()[i] = scale(rng);
+      const Tensor zb = RandomInt8(tb, c.b_param, rng);
+      const QParams q{0.02f, 0.05f, TypeMin(ta) + zero(rng) % 256, TypeMin(ta) + zero(rng)};
+      CheckQLinearMatMul(10, a, b, q, b_scale, zb, ta);
+    }
+  }
+}
+
+TEST(QLinearMatMul, EmptyAndZeroDepthProducts) {
+  // K = 0: every accumulator is 0, so every output is the output zero point.
+  const Tensor a = MakeTensor<uint8_t>({3, 0}, {});
+  const Tensor b = MakeTensor<int8_t>({0, 4}, {});
+  const Tensor y = RunNode("QLinearMatMul", 10,
+                           {a, Scalar(0.1f), Scalar<uint8_t>(3), b, Scalar(0.2f),
+                            Scalar<int8_t>(-5), Scalar(0.3f), Scalar<uint8_t>(77)});
+  EXPECT_EQ(y.shape(), (Shape{3, 4}));
+  EXPECT_EQ(Int8Values(y), std::vector<int64_t>(12, 77));
+  const Tensor a0 = MakeTensor<uint8_t>({2, 0, 3}, {});
+  const Tensor b0 = MakeTensor<int8_t>({3, 4}, std::vector<int8_t>(12, 1));
+  const Tensor y0 = RunNode("QLinearMatMul", 10,
+                            {a0, Scalar(0.1f), Scalar<uint8_t>(3), b0, Scalar(0.2f),
+                             Scalar<int8_t>(-5), Scalar(0.3f), Scalar<uint8_t>(77)});
+  EXPECT_EQ(y0.shape(), (Shape{2, 0, 4}));
+}
+
+TEST(QLinearMatMul, MultiplierOrderMatchesOnnxRuntime) {
+  // tools/probe_ort_requant.py (emit_order_test_case): b_scale walks ulps around
+  // 0.5 * y_scale / a_scale, every acc * multiplier sits next to a .5 tie, and
+  // a*(b/y), (a/y)*b, a*b*(1/y) and a double-precision multiplier each give a
+  // different output somewhere. Expected values: ONNX Runtime 1.31.1.
+  const float a_scale = 0x1.490418p-4f, y_scale = 0x1.e05480p-5f;
+  const std::vector<float> b_scale = {
+      0x1.75bbdep-2f, 0x1.75bbe0p-2f, 0x1.75bbe2p-2f, 0x1.75bbe4p-2f, 0x1.75bbe6p-2f,
+      0x1.75bbe8p-2f, 0x1.75bbeap-2f, 0x1.75bbecp-2f, 0x1.75bbeep-2f, 0x1.75bbf0p-2f,
+      0x1.75bbf2p-2f, 0x1.75bbf4p-2f, 0x1.75bbf6p-2f, 0x1.75bbf8p-2f, 0x1.75bbfap-2f,
+      0x1.75bbfcp-2f};
+  const Tensor a = MakeTensor<uint8_t>({6, 1}, {129, 131, 125, 133, 127, 121});
+  const Tensor b = MakeTensor<int8_t>({1, 16}, std::vector<int8_t>(16, 1));
+  const Tensor y =
+      RunNode("QLinearMatMul", 21,
+              {a, Scalar(a_scale), Scalar<uint8_t>(128), b, MakeTensor<float>({16}, b_scale),
+               MakeTensor<int8_t>({16}, std::vector<int8_t>(16, 0)), Scalar(y_scale),
+               Scalar<uint8_t>(128)});
+  std::vector<int64_t> ort;
+  auto row = [&](int before, int value_before, int value_after) {
+    for (int i = 0; i < 16; ++i) ort.push_back(i < before ? value_before : value_after);
+  };
+  row(9, 128, 129);   // acc 1
+  row(9, 129, 130);   // acc 3
+  row(9, 127, 126);   // acc -3
+  row(9, 130, 131);   // acc 5
+  row(9, 128, 127);   // acc -1
+  row(9, 125, 124);   // acc -7
+  EXPECT_EQ(Int8Values(y), ort);
+}
+
+// onnx/backend/test/case/node/qlinearmatmul.py, 2-D and 3-D, float32 and
+// float16 scales (opset 21).
+TEST(QLinearMatMul, OnnxBackendTestCases) {
+  for (bool is_signed : {false, true}) {
+    for (bool half : {false, true}) {
+      const int shift = is_signed ? 127 : 0;
+      auto q8 = [&](Shape shape, std::vector<int> values) {
+        for (int& v : values) v -= shift;
+        return ZeroPoints(is_signed ? DType::kInt8 : DType::kUInt8, std::move(shape), values);
+      };
+      // float16 bits of 0.0066, 0.00705, 0.0107 (numpy.float16).
+      auto scale = [&](float value, uint16_t half_bits) {
+        return half ? MakeTensor<uint16_t>({1}, {half_bits}) : MakeTensor<float>({1}, {value});
+      };
+      const Tensor a_scale = scale(0.0066f, 0x1ec2), b_scale = scale(0.00705f, 0x1f38),
+                   y_scale = scale(0.0107f, 0x217a);
+      auto as_half = [&](const Tensor& t) {
+        return half ? Tensor::View(DType::kFloat16, {1}, const_cast<void*>(t.raw()), nullptr) : t;
+      };
+      const Tensor a = q8({2, 4}, {208, 236, 0, 238, 3, 214, 255, 29});
+      const Tensor b = q8({4, 3}, {152, 51, 244, 60, 26, 255, 0, 127, 246, 127, 254, 247});
+      const Tensor y = RunNode("QLinearMatMul", 21,
+                               {a, as_half(a_scale), q8({1}, {113}), b, as_half(b_scale),
+                                q8({1}, {114}), as_half(y_scale), q8({1}, {118})});
+      const std::vector<int64_t> want = is_signed
+                                            ? std::vector<int64_t>{41, -12, -9, 1, -75, -128}
+                                            : std::vector<int64_t>{168, 115, 255, 1, 66, 151};
+      EXPECT_EQ(Int8Values(y), want) << (is_signed ? "int8" : "uint8") << (half ? " float16" : "");
+
+      std::vector<int> a3 = {208, 236, 0, 238, 3, 214, 255, 29};
+      a3.insert(a3.end(), a3.begin(), a3.end());
+      std::vector<int> b3 = {152, 51, 244, 60, 26, 255, 0, 127, 246, 127, 254, 247};
+      b3.insert(b3.end(), b3.begin(), b3.end());
+      const Tensor y3 = RunNode("QLinearMatMul", 21,
+                                {q8({2, 2, 4}, a3), as_half(a_scale), q8({1}, {113}),
+                                 q8({2, 4, 3}, b3), as_half(b_scale), q8({1}, {114}),
+                                 as_half(y_scale), q8({1}, {118})});
+      std::vector<int64_t> want3 = want;
+      want3.insert(want3.end(), want.begin(), want.end());
+      EXPECT_EQ(y3.shape(), (Shape{2, 2, 3}));
+      EXPECT_EQ(Int8Values(y3), want3);
+    }
+  }
+}
+
+TEST(QLinearMatMul, ErrorsNameTheNode) {
+  const Tensor a = MakeTensor<uint8_t>({2, 3}, std::vector<uint8_t>(6, 1));
+  const Tensor b = MakeTensor<int8_t>({3, 2}, std::vector<int8_t>(6, 1));
+  const Tensor b_bad = MakeTensor<int8_t>({2, 2}, std::vector<int8_t>(4, 1));
+  auto run = [&](int opset, const Tensor& a_scale, const Tensor& za, const Tensor& bb,
+                 const Tensor& b_scale, const Tensor& zb) {
+    RunNode("QLinearMatMul", opset,
+            {a, a_scale, za, bb, b_scale, zb, Scalar(0.1f), Scalar<uint8_t>(0)});
+  };
+  ExpectError([&] { run(10, Scalar(1.f), Scalar<uint8_t>(0), b_bad, Scalar(1.f), Scalar<int8_t>(0)); },
+              {"QLinearMatMul(ai.onnx, opset 10) node 'node_under_test'", "inner dimensions"});
+  ExpectError(
+      [&] {
+        run(10, MakeTensor<float>({2}, {1.f, 1.f}), MakeTensor<uint8_t>({2}, {0, 0}), b,
+            Scalar(1.f), Scalar<int8_t>(0));
+      },
+      {"node_under_test", "a_scale", "per-tensor"});
+  ExpectError(
+      [&] {
+        run(10, Scalar(1.f), Scalar<uint8_t>(0), b, MakeTensor<float>({3}, {1.f, 1.f, 1.f}),
+            Scalar<int8_t>(0));
+      },
+      {"node_under_test", "b_scale", "[3]"});
+  // Zero point dtype differs from its input's: no kernel.
+  ExpectError([&] { run(10, Scalar(1.f), Scalar<int8_t>(0), b, Scalar(1.f), Scalar<int8_t>(0)); },
+              {"node_under_test", "unsupported input types"});
+  // float16 scales only from opset 21; float8 inputs never.
+  const Tensor half_one = MakeTensor<uint16_t>({}, {0x3c00});
+  const Tensor half_scale = Tensor::View(DType::kFloat16, {}, const_cast<void*>(half_one.raw()));
+  ExpectError([&] { run(10, half_scale, Scalar<uint8_t>(0), b, half_scale, Scalar<int8_t>(0)); },
+              {"node_under_test", "unsupported input types (uint8, float16"});
+  const Tensor f8 = Tensor(DType::kFloat8E4M3FN, {2, 3});
+  ExpectError(
+      [&] {
+        RunNode("QLinearMatMul", 21,
+                {f8, Scalar(1.f), Tensor(DType::kFloat8E4M3FN, {}), b, Scalar(1.f),
+                 Scalar<int8_t>(0), Scalar(1.f), Scalar<uint8_t>(0)});
+      },
+      {"node_under_test", "float8e4m3fn"});
+}
+
+}  // namespace
+}  // namespace octet
