@@ -24,10 +24,10 @@ struct PeakLoop {
 };
 
 #if defined(__x86_64__)
-#define OCTET_CLOBBER_XMM                                                                      \
-  "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",     \
+#define OCTET_CLOBBER_XMM                                                                  \
+  "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", \
       "xmm11", "xmm12", "xmm13", "xmm14", "xmm15"
-#define OCTET_REPEAT_12(op)                                                                    \
+#define OCTET_REPEAT_12(op) \
   op(0) op(1) op(2) op(3) op(4) op(5) op(6) op(7) op(8) op(9) op(10) op(11)
 
 // 12 independent accumulators zmm0..11 (or ymm), sources zmm14, zmm15.
@@ -35,18 +35,18 @@ struct PeakLoop {
 #define OCTET_DPBUSD_Y(i) "vpdpbusd %%ymm15, %%ymm14, %%ymm" #i "\n\t"
 #define OCTET_VEX_DPBUSD_Y(i) "%{vex%} vpdpbusd %%ymm15, %%ymm14, %%ymm" #i "\n\t"
 // Exact int16 path: vpmaddwd into a temporary, then vpaddd into the accumulator.
-#define OCTET_MADDWD_Z(i)                                                                       \
+#define OCTET_MADDWD_Z(i) \
   "vpmaddwd %%zmm15, %%zmm14, %%zmm12\n\tvpaddd %%zmm12, %%zmm" #i ", %%zmm" #i "\n\t"
-#define OCTET_MADDWD_Y(i)                                                                       \
+#define OCTET_MADDWD_Y(i) \
   "vpmaddwd %%ymm15, %%ymm14, %%ymm12\n\tvpaddd %%ymm12, %%ymm" #i ", %%ymm" #i "\n\t"
 
-#define OCTET_PEAK_LOOP(fn_name, body, zero)                                  \
-  inline void fn_name(int64_t iterations) {                                   \
+#define OCTET_PEAK_LOOP(fn_name, body, zero)                                      \
+  inline void fn_name(int64_t iterations) {                                       \
     __asm__ volatile(zero "1:\n\t" OCTET_REPEAT_12(body) "dec %0\n\tjnz 1b\n\t" \
                      "vzeroupper\n\t"                                         \
                      : "+r"(iterations)                                       \
                      :                                                        \
-                     : "cc", OCTET_CLOBBER_XMM);                              \
+                     : "cc", OCTET_CLOBBER_XMM); \
   }
 #define OCTET_ZERO_Z "vpxord %%zmm14, %%zmm14, %%zmm14\n\tvpxord %%zmm15, %%zmm15, %%zmm15\n\t"
 #define OCTET_ZERO_Y "vpxor %%ymm14, %%ymm14, %%ymm14\n\tvpxor %%ymm15, %%ymm15, %%ymm15\n\t"

@@ -129,17 +129,24 @@ def node_test_root() -> Path:
         return root
     from onnx.backend.test.case import node as node_cases  # slow import: runs every export
 
-    if root.exists():
-        shutil.rmtree(root)
+    # Written beside the final folder and renamed, so concurrent runs never see half a tree.
+    staging = root.with_name(f"{root.name}.tmp{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the generators of unrelated ops warn on overflow
         cases = node_cases.collect_testcases()
     written = []
     for case in cases:
         if case.kind == "node" and _model_ops(case.model) & SUPPORTED_OPS:
-            _write_case(case, root / case.name)
+            _write_case(case, staging / case.name)
             written.append(case.name)
-    stamp.write_text(json.dumps({"onnx": onnx.__version__, "tests": written}, indent=1))
+    (staging / "COMPLETE").write_text(json.dumps({"onnx": onnx.__version__, "tests": written},
+                                                 indent=1))
+    if stamp.exists():  # another process finished first
+        shutil.rmtree(staging)
+        return root
+    shutil.rmtree(root, ignore_errors=True)
+    staging.rename(root)
     return root
 
 

@@ -145,8 +145,7 @@ NpyArray ParseNpy(const std::string& bytes, const std::string& where) {
     size_t first = item.find_first_not_of(' ');
     if (first == std::string::npos) continue;  // the trailing comma of "(3,)"
     try {
-      size_t used = 0;
-      long long d = std::stoll(item.substr(first), &used);
+      const long long d = std::stoll(item.substr(first));
       if (d < 0) throw std::invalid_argument("negative");
       array.shape.push_back(d);
     } catch (const std::exception&) {

@@ -95,11 +95,16 @@ struct Float8Format {
 
 Float8Format Float8FormatOf(DType type) {
   switch (type) {
-    case DType::kFloat8E4M3FN: return {{3, 7}, 0x7E, false};
-    case DType::kFloat8E4M3FNUZ: return {{3, 8}, 0x7F, true};
-    case DType::kFloat8E5M2: return {{2, 15}, 0x7B, false};
-    case DType::kFloat8E5M2FNUZ: return {{2, 16}, 0x7F, true};
-    default: Fail("internal: ", DTypeName(type), " is not a float8 type");
+    case DType::kFloat8E4M3FN:
+      return {{3, 7}, 0x7E, false};
+    case DType::kFloat8E4M3FNUZ:
+      return {{3, 8}, 0x7F, true};
+    case DType::kFloat8E5M2:
+      return {{2, 15}, 0x7B, false};
+    case DType::kFloat8E5M2FNUZ:
+      return {{2, 16}, 0x7F, true};
+    default:
+      Fail("internal: ", DTypeName(type), " is not a float8 type");
   }
 }
 
@@ -128,7 +133,8 @@ uint8_t FloatToFloat8Bits(float value, DType type, bool saturate) {
   const uint8_t sign = (bits & kFloatSignBit) ? 0x80 : 0x00;
   const uint32_t abs_bits = bits & ~kFloatSignBit;
   if (abs_bits > kFloatInfBits) return f.fnuz ? 0x80 : (sign | 0x7F);
-  const uint32_t code = abs_bits == kFloatInfBits ? f.max_code + 1 : RoundMagnitude(abs_bits, f.layout);
+  const uint32_t code =
+      abs_bits == kFloatInfBits ? f.max_code + 1 : RoundMagnitude(abs_bits, f.layout);
   if (code > f.max_code) {
     if (saturate) return static_cast<uint8_t>(sign | f.max_code);
     if (f.fnuz) return 0x80;

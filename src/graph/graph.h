@@ -75,9 +75,6 @@ struct Graph {
   // Owned constant tensors, keyed by value id. std::map keeps addresses stable.
   std::map<int, Tensor> initializers;
 
- private:
-  std::unordered_map<std::string, int> value_ids_;
-
   int FindValue(const std::string& name) const;  // -1 when absent
   // Returns the existing id if present. Values must be added only through here
   // so that FindValue stays a lookup.
@@ -86,6 +83,9 @@ struct Graph {
   // or on an input that nothing produces.
   void TopologicalSort();
   void SetInitializer(int value_id, Tensor t);
+
+ private:
+  std::unordered_map<std::string, int> value_ids_;
 };
 
 std::string NormalizeDomain(const std::string& domain);

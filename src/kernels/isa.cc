@@ -19,10 +19,10 @@ namespace octet {
 namespace {
 
 struct CpuFeatures {
-  bool avx2 = false;        // AVX2 + FMA + F16C with OS-saved ymm state
-  bool avx_vnni = false;    // AVX-VNNI (VEX vpdpbusd) on top of avx2
-  bool avx512_vnni = false; // AVX-512 F/BW/DQ/VL/VNNI with OS-saved zmm state
-  bool neon_dot = false;    // Armv8.2 SDOT/UDOT
+  bool avx2 = false;         // AVX2 + FMA + F16C with OS-saved ymm state
+  bool avx_vnni = false;     // AVX-VNNI (VEX vpdpbusd) on top of avx2
+  bool avx512_vnni = false;  // AVX-512 F/BW/DQ/VL/VNNI with OS-saved zmm state
+  bool neon_dot = false;     // Armv8.2 SDOT/UDOT
 };
 
 #ifdef OCTET_X86_64
@@ -75,11 +75,16 @@ const CpuFeatures& Features() {
 
 const char* IsaName(Isa isa) {
   switch (isa) {
-    case Isa::kScalar: return "scalar";
-    case Isa::kAvx2: return "avx2";
-    case Isa::kAvxVnni: return "avxvnni";
-    case Isa::kAvx512Vnni: return "avx512vnni";
-    case Isa::kNeonDot: return "neondot";
+    case Isa::kScalar:
+      return "scalar";
+    case Isa::kAvx2:
+      return "avx2";
+    case Isa::kAvxVnni:
+      return "avxvnni";
+    case Isa::kAvx512Vnni:
+      return "avx512vnni";
+    case Isa::kNeonDot:
+      return "neondot";
   }
   return "unknown";
 }
@@ -94,20 +99,22 @@ Isa ParseIsa(std::string_view name) {
 const char* IsaUnsupportedReason(Isa isa) {
   const CpuFeatures& f = Features();
   switch (isa) {
-    case Isa::kScalar: return "";
+    case Isa::kScalar:
+      return "";
 #ifdef OCTET_X86_64
     case Isa::kAvx2:
       return f.avx2 ? "" : "this CPU/OS lacks AVX2+FMA+F16C with saved ymm state";
     case Isa::kAvxVnni:
       return f.avx_vnni ? "" : "this CPU/OS lacks AVX-VNNI (cpuid 7.1 eax bit 4) with AVX2";
     case Isa::kAvx512Vnni:
-      return f.avx512_vnni ? ""
-                           : "this CPU/OS lacks AVX-512 F/BW/DQ/VL/VNNI with saved zmm state";
-    case Isa::kNeonDot: return "the Arm dot-product path is only built on aarch64";
+      return f.avx512_vnni ? "" : "this CPU/OS lacks AVX-512 F/BW/DQ/VL/VNNI with saved zmm state";
+    case Isa::kNeonDot:
+      return "the Arm dot-product path is only built on aarch64";
 #else
     case Isa::kAvx2:
     case Isa::kAvxVnni:
-    case Isa::kAvx512Vnni: return "x86 paths are only built on x86-64";
+    case Isa::kAvx512Vnni:
+      return "x86 paths are only built on x86-64";
     case Isa::kNeonDot:
       return f.neon_dot ? "" : "this CPU lacks the Armv8.2 dot-product instructions";
 #endif

@@ -23,9 +23,9 @@ AxisResolution ResolveAxis(const Node& node, const std::string& auto_pad, int64_
   }
   if (auto_pad == "VALID") pad_begin = pad_end = 0;
   const int64_t padded = in + pad_begin + pad_end;
-  OCTET_CHECK(padded >= effective_kernel, node.Describe(), ": spatial axis ", axis,
-              " has size ", in, " with pads ", pad_begin, "+", pad_end,
-              ", smaller than the dilated kernel size ", effective_kernel);
+  OCTET_CHECK(padded >= effective_kernel, node.Describe(), ": spatial axis ", axis, " has size ",
+              in, " with pads ", pad_begin, "+", pad_end, ", smaller than the dilated kernel size ",
+              effective_kernel);
   return {(padded - effective_kernel) / stride + 1, pad_begin};
 }
 
@@ -38,8 +38,8 @@ std::vector<int64_t> OrDefault(const std::vector<int64_t>& v, size_t size, int64
 ConvAttributes ReadConvAttributes(const Node& node) {
   ConvAttributes a;
   a.auto_pad = node.GetString("auto_pad", "NOTSET");
-  OCTET_CHECK(a.auto_pad == "NOTSET" || a.auto_pad == "SAME_UPPER" ||
-                  a.auto_pad == "SAME_LOWER" || a.auto_pad == "VALID",
+  OCTET_CHECK(a.auto_pad == "NOTSET" || a.auto_pad == "SAME_UPPER" || a.auto_pad == "SAME_LOWER" ||
+                  a.auto_pad == "VALID",
               node.Describe(), ": auto_pad '", a.auto_pad,
               "' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID");
   a.group = node.GetInt("group", 1);
@@ -60,8 +60,8 @@ ConvGeometry ResolveConvGeometry(const Node& node, const ConvAttributes& attrs, 
                                  const Shape& w) {
   OCTET_CHECK(x.size() != 5, node.Describe(), ": 3-D convolution is not supported (x has shape ",
               ShapeToString(x), ")");
-  OCTET_CHECK(x.size() == 3 || x.size() == 4, node.Describe(), ": x has shape ",
-              ShapeToString(x), "; expected [N, C, W] or [N, C, H, W]");
+  OCTET_CHECK(x.size() == 3 || x.size() == 4, node.Describe(), ": x has shape ", ShapeToString(x),
+              "; expected [N, C, W] or [N, C, H, W]");
   OCTET_CHECK(w.size() == x.size(), node.Describe(), ": w has shape ", ShapeToString(w),
               "; expected rank ", x.size(), " like x ", ShapeToString(x));
   const size_t spatial = x.size() - 2;
@@ -72,11 +72,11 @@ ConvGeometry ResolveConvGeometry(const Node& node, const ConvAttributes& attrs, 
   const auto strides = OrDefault(attrs.strides, spatial, 1);
   const auto dilations = OrDefault(attrs.dilations, spatial, 1);
   const auto pads = OrDefault(attrs.pads, 2 * spatial, 0);
-  OCTET_CHECK(strides.size() == spatial && dilations.size() == spatial &&
-                  pads.size() == 2 * spatial,
-              node.Describe(), ": strides ", ShapeToString(strides), ", dilations ",
-              ShapeToString(dilations), " and pads ", ShapeToString(pads), " do not fit ",
-              spatial, "-D convolution of x ", ShapeToString(x));
+  OCTET_CHECK(
+      strides.size() == spatial && dilations.size() == spatial && pads.size() == 2 * spatial,
+      node.Describe(), ": strides ", ShapeToString(strides), ", dilations ",
+      ShapeToString(dilations), " and pads ", ShapeToString(pads), " do not fit ", spatial,
+      "-D convolution of x ", ShapeToString(x));
   OCTET_CHECK(x[1] % attrs.group == 0 && w[0] % attrs.group == 0 && w[1] * attrs.group == x[1],
               node.Describe(), ": group ", attrs.group, " does not fit x ", ShapeToString(x),
               " and w ", ShapeToString(w), " (need C = w[1] * group and w[0] divisible by group)");

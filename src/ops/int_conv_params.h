@@ -14,7 +14,7 @@
 namespace octet {
 
 struct ConvAttributes {
-  std::string auto_pad;               // NOTSET, SAME_UPPER, SAME_LOWER or VALID
+  std::string auto_pad;  // NOTSET, SAME_UPPER, SAME_LOWER or VALID
   int64_t group = 1;
   std::vector<int64_t> kernel_shape;  // empty: taken from W
   std::vector<int64_t> strides;       // empty: all 1

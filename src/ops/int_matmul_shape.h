@@ -33,8 +33,7 @@ struct ParamLayout {
 
 // A parameter of A, per tensor or per row: one value, [M] for a 2-D A, or A's
 // shape with the last dim 1 ([..., M, 1]).
-ParamLayout RowParamLayout(const Node& node, const Tensor& param, const Shape& a,
-                           const char* name);
+ParamLayout RowParamLayout(const Node& node, const Tensor& param, const Shape& a, const char* name);
 
 // A parameter of B, per tensor or per column: one value, [N] for a 2-D B, or
 // B's shape with the second-to-last dim 1 ([..., 1, N]).

@@ -1,26 +1,8 @@
 #include "ops/int_params.h"
 
-#include <bit>
-#include <cmath>
+#include "core/float_types.h"
 
 namespace octet {
-
-namespace {
-
-float Float16ToFloat(uint16_t bits) {
-  const float sign = (bits & 0x8000) ? -1.f : 1.f;
-  const int exponent = (bits >> 10) & 0x1f;
-  const int mantissa = bits & 0x3ff;
-  if (exponent == 0x1f) return mantissa ? std::nanf("") : sign * INFINITY;
-  if (exponent == 0) return sign * std::ldexp(static_cast<float>(mantissa), -24);  // subnormal
-  return sign * std::ldexp(static_cast<float>(mantissa | 0x400), exponent - 25);
-}
-
-float BFloat16ToFloat(uint16_t bits) {
-  return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16);
-}
-
-}  // namespace
 
 std::vector<float> ReadScales(const Node& node, const Tensor& scale, const char* name) {
   std::vector<float> values(static_cast<size_t>(scale.numel()));
@@ -35,7 +17,7 @@ std::vector<float> ReadScales(const Node& node, const Tensor& scale, const char*
       const uint16_t* p = scale.data<uint16_t>();
       const bool half = scale.dtype() == DType::kFloat16;
       for (size_t i = 0; i < values.size(); ++i)
-        values[i] = half ? Float16ToFloat(p[i]) : BFloat16ToFloat(p[i]);
+        values[i] = half ? Float16BitsToFloat(p[i]) : BFloat16BitsToFloat(p[i]);
       break;
     }
     default:

@@ -151,26 +151,27 @@ bool AcceptsConvInteger(const Node&, const std::vector<DType>& t) {
 bool AcceptsQLinearConv(const Node&, const std::vector<DType>& t) {
   if (t.size() < 8 || t.size() > 9) return false;
   const bool bias_ok = t.size() == 8 || t[8] == DType::kUndefined || t[8] == DType::kInt32;
-  return IsInt8Type(t[0]) && t[2] == t[0] && IsInt8Type(t[3]) && t[5] == t[3] &&
-         IsInt8Type(t[7]) && t[1] == DType::kFloat32 && t[4] == DType::kFloat32 &&
-         t[6] == DType::kFloat32 && bias_ok;
+  return IsInt8Type(t[0]) && t[2] == t[0] && IsInt8Type(t[3]) && t[5] == t[3] && IsInt8Type(t[7]) &&
+         t[1] == DType::kFloat32 && t[4] == DType::kFloat32 && t[6] == DType::kFloat32 && bias_ok;
 }
 
 }  // namespace
 
 void RegisterIntegerConvOps(KernelRegistry& r) {
-  r.Register({kOnnxDomain, "ConvInteger", 10, 1 << 30, AcceptsConvInteger,
-              [](const Node& node, const std::vector<DType>&) {
-                ReadConvAttributes(node);
-                return std::vector<DType>{DType::kInt32};
-              },
-              [](const KernelInit& init) { return std::make_unique<ConvIntegerKernel>(init.node); }});
-  r.Register({kOnnxDomain, "QLinearConv", 10, 1 << 30, AcceptsQLinearConv,
-              [](const Node& node, const std::vector<DType>& t) {
-                ReadConvAttributes(node);
-                return std::vector<DType>{t[7]};
-              },
-              [](const KernelInit& init) { return std::make_unique<QLinearConvKernel>(init.node); }});
+  r.Register(
+      {kOnnxDomain, "ConvInteger", 10, 1 << 30, AcceptsConvInteger,
+       [](const Node& node, const std::vector<DType>&) {
+         ReadConvAttributes(node);
+         return std::vector<DType>{DType::kInt32};
+       },
+       [](const KernelInit& init) { return std::make_unique<ConvIntegerKernel>(init.node); }});
+  r.Register(
+      {kOnnxDomain, "QLinearConv", 10, 1 << 30, AcceptsQLinearConv,
+       [](const Node& node, const std::vector<DType>& t) {
+         ReadConvAttributes(node);
+         return std::vector<DType>{t[7]};
+       },
+       [](const KernelInit& init) { return std::make_unique<QLinearConvKernel>(init.node); }});
 }
 
 }  // namespace octet

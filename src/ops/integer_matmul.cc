@@ -26,8 +26,8 @@ struct MatMulOperand {
 MatMulOperand ReadOperand(const Node& node, const Tensor& t, const Tensor* zero_point, bool is_a,
                           const char* zero_name) {
   MatMulOperand op{&t, {}, {}};
-  OCTET_CHECK(IsInt8Type(t.dtype()), node.Describe(), ": input ", is_a ? "A" : "B",
-              " has dtype ", DTypeName(t.dtype()), "; expected uint8 or int8");
+  OCTET_CHECK(IsInt8Type(t.dtype()), node.Describe(), ": input ", is_a ? "A" : "B", " has dtype ",
+              DTypeName(t.dtype()), "; expected uint8 or int8");
   if (zero_point) {
     op.zero_layout = is_a ? RowParamLayout(node, *zero_point, t.shape(), zero_name)
                           : ColumnParamLayout(node, *zero_point, t.shape(), zero_name);
@@ -50,8 +50,8 @@ void MatMulProductS32(const MatMulShape& s, const MatMulOperand& a, const MatMul
         a.zero.empty() ? nullptr : a.zero.data() + a.zero_layout.MatrixOffset(s.a_matrix[i]);
     const int32_t* b_zero =
         b.zero.empty() ? nullptr : b.zero.data() + b.zero_layout.MatrixOffset(s.b_matrix[i]);
-    GemmReferenceS32(s.m, s.n, s.k, a_matrix, a_zero, a.zero_layout.per_vector(), b_matrix,
-                     b_zero, b.zero_layout.per_vector(), acc + i * s.m * s.n, s.n);
+    GemmReferenceS32(s.m, s.n, s.k, a_matrix, a_zero, a.zero_layout.per_vector(), b_matrix, b_zero,
+                     b.zero_layout.per_vector(), acc + i * s.m * s.n, s.n);
   }
 }
 
@@ -96,8 +96,8 @@ class QLinearMatMulKernel : public OpKernel {
     const MatMulOperand b_op = ReadOperand(node, b, &ctx.input(5), false, "b_zero_point");
     const ParamLayout b_scale_layout = ColumnParamLayout(node, b_scale, b.shape(), "b_scale");
     const DType y_type = y_zero_point.dtype();
-    OCTET_CHECK(IsInt8Type(y_type), node.Describe(), ": y_zero_point has dtype ",
-                DTypeName(y_type), "; expected uint8 or int8");
+    OCTET_CHECK(IsInt8Type(y_type), node.Describe(), ": y_zero_point has dtype ", DTypeName(y_type),
+                "; expected uint8 or int8");
     const float a_scale_value = ReadScales(node, a_scale, "a_scale")[0];
     const float y_scale_value = ReadScales(node, y_scale, "y_scale")[0];
     std::vector<float> multipliers = ReadScales(node, b_scale, "b_scale");
@@ -138,9 +138,9 @@ bool AcceptsMatMulInteger(const Node&, const std::vector<DType>& t) {
 // nor octet has them, so they are refused here (the registry names the dtypes).
 bool AcceptsQLinearMatMul(const Node& node, const std::vector<DType>& t) {
   if (t.size() != 8) return false;
-  const bool scales_ok = node.opset >= 21 ? OneOf(t[1], {DType::kFloat32, DType::kFloat16,
-                                                         DType::kBFloat16})
-                                          : t[1] == DType::kFloat32;
+  const bool scales_ok = node.opset >= 21
+                             ? OneOf(t[1], {DType::kFloat32, DType::kFloat16, DType::kBFloat16})
+                             : t[1] == DType::kFloat32;
   return scales_ok && t[4] == t[1] && t[6] == t[1] && IsInt8Type(t[0]) && t[2] == t[0] &&
          IsInt8Type(t[3]) && t[5] == t[3] && IsInt8Type(t[7]);
 }
@@ -148,11 +148,10 @@ bool AcceptsQLinearMatMul(const Node& node, const std::vector<DType>& t) {
 }  // namespace
 
 void RegisterIntegerMatMulOps(KernelRegistry& r) {
-  r.Register({kOnnxDomain, "MatMulInteger", 10, 1 << 30, AcceptsMatMulInteger,
-              [](const Node&, const std::vector<DType>&) {
-                return std::vector<DType>{DType::kInt32};
-              },
-              [](const KernelInit&) { return std::make_unique<MatMulIntegerKernel>(); }});
+  r.Register(
+      {kOnnxDomain, "MatMulInteger", 10, 1 << 30, AcceptsMatMulInteger,
+       [](const Node&, const std::vector<DType>&) { return std::vector<DType>{DType::kInt32}; },
+       [](const KernelInit&) { return std::make_unique<MatMulIntegerKernel>(); }});
   r.Register({kOnnxDomain, "QLinearMatMul", 10, 1 << 30, AcceptsQLinearMatMul,
               [](const Node&, const std::vector<DType>& t) { return std::vector<DType>{t[7]}; },
               [](const KernelInit&) { return std::make_unique<QLinearMatMulKernel>(); }});

@@ -26,20 +26,21 @@ struct QdqVersion {
   const char* domain;
   int since_version;
   int end_version;
-  bool has_axis;          // `axis` attribute (per-axis quantization)
-  bool has_block_size;    // `block_size` attribute (blocked quantization)
-  bool has_saturate;      // `saturate` attribute (float8 outputs)
-  bool q_output_dtype;    // QuantizeLinear `output_dtype`
-  bool dq_output_dtype;   // DequantizeLinear `output_dtype`
-  bool float16;           // float16 x / scales
-  bool bfloat16;          // bfloat16 x / scales
-  bool float8;            // float8 quantized types
-  bool wide_ints;         // int16, uint16, int4, uint4
-  bool mixed_q_scale;     // QuantizeLinear: y_scale may differ in type from x
-  // QuantizeLinear with float16/bfloat16 x: ORT's ai.onnx kernel converts x /
-  // scale to int32 first (NaN and overflow give INT32_MIN), adds the zero
-  // point with wrap-around, then clamps. The com.microsoft kernel saturates.
-  bool half_through_int32;
+  bool has_axis;         // `axis` attribute (per-axis quantization)
+  bool has_block_size;   // `block_size` attribute (blocked quantization)
+  bool has_saturate;     // `saturate` attribute (float8 outputs)
+  bool q_output_dtype;   // QuantizeLinear `output_dtype`
+  bool dq_output_dtype;  // DequantizeLinear `output_dtype`
+  bool float16;          // float16 x / scales
+  bool bfloat16;         // bfloat16 x / scales
+  bool float8;           // float8 quantized types
+  bool wide_ints;        // int16, uint16, int4, uint4
+  bool mixed_q_scale;    // QuantizeLinear: y_scale may differ in type from x
+  // ORT's ai.onnx QuantizeLinear has a second integer path, taken for
+  // float16/bfloat16 x and for blocked quantization on a non-last axis: it
+  // converts x / scale to int32 first (NaN and overflow give INT32_MIN), adds
+  // the zero point with wrap-around, then clamps. com.microsoft always saturates.
+  bool has_int32_path;
 };
 
 constexpr int kOpenEnd = 1 << 30;
@@ -83,9 +84,9 @@ DType QuantizeOutputType(const QdqVersion& v, const Node& node, const std::vecto
   const DType requested = static_cast<DType>(attr);
   OCTET_CHECK(IsQuantizedType(v, requested, false), node.Describe(), ": output_dtype ", attr, " (",
               DTypeName(requested), ") is not a quantized type this opset supports");
-  OCTET_CHECK(zero_point_type == DType::kUndefined || zero_point_type == requested,
-              node.Describe(), ": output_dtype ", DTypeName(requested),
-              " does not match y_zero_point dtype ", DTypeName(zero_point_type));
+  OCTET_CHECK(zero_point_type == DType::kUndefined || zero_point_type == requested, node.Describe(),
+              ": output_dtype ", DTypeName(requested), " does not match y_zero_point dtype ",
+              DTypeName(zero_point_type));
   return requested;
 }
 
@@ -125,8 +126,8 @@ ScaleLayout ResolveScaleLayout(const Node& node, const QdqVersion& v, const Shap
   }
   const int64_t rank = static_cast<int64_t>(x_shape.size());
   int64_t axis = v.has_axis ? node.GetInt("axis", 1) : 0;
-  OCTET_CHECK(v.has_axis, node.Describe(), ": ", scale_name, " has shape ",
-              ShapeToString(s_shape), "; this opset only allows a scalar (per-tensor) scale");
+  OCTET_CHECK(v.has_axis, node.Describe(), ": ", scale_name, " has shape ", ShapeToString(s_shape),
+              "; this opset only allows a scalar (per-tensor) scale");
   OCTET_CHECK(axis >= -rank && axis < rank, node.Describe(), ": axis ", axis,
               " is out of range for input of shape ", ShapeToString(x_shape));
   if (axis < 0) axis += rank;
@@ -134,10 +135,9 @@ ScaleLayout ResolveScaleLayout(const Node& node, const QdqVersion& v, const Shap
   l.axis_dim = x_shape[axis];
   for (int64_t d = axis + 1; d < rank; ++d) l.inner *= x_shape[d];
   if (block_size == 0) {
-    OCTET_CHECK(s_shape.size() == 1 && s_shape[0] == l.axis_dim, node.Describe(), ": ",
-                scale_name, " has shape ", ShapeToString(s_shape), "; expected a scalar or [",
-                l.axis_dim, "] (per-axis on axis ", axis, " of input shape ",
-                ShapeToString(x_shape), ")");
+    OCTET_CHECK(s_shape.size() == 1 && s_shape[0] == l.axis_dim, node.Describe(), ": ", scale_name,
+                " has shape ", ShapeToString(s_shape), "; expected a scalar or [", l.axis_dim,
+                "] (per-axis on axis ", axis, " of input shape ", ShapeToString(x_shape), ")");
     l.block_step = 1;
     return l;
   }
@@ -181,13 +181,20 @@ struct IntRange {
 
 IntRange QuantizedRange(DType t) {
   switch (t) {
-    case DType::kUInt8: return {0, 255};
-    case DType::kInt8: return {-128, 127};
-    case DType::kUInt16: return {0, 65535};
-    case DType::kInt16: return {-32768, 32767};
-    case DType::kUInt4: return {0, 15};
-    case DType::kInt4: return {-8, 7};
-    default: Fail("internal: ", DTypeName(t), " is not an integer quantized type");
+    case DType::kUInt8:
+      return {0, 255};
+    case DType::kInt8:
+      return {-128, 127};
+    case DType::kUInt16:
+      return {0, 65535};
+    case DType::kInt16:
+      return {-32768, 32767};
+    case DType::kUInt4:
+      return {0, 15};
+    case DType::kInt4:
+      return {-8, 7};
+    default:
+      Fail("internal: ", DTypeName(t), " is not an integer quantized type");
   }
 }
 
@@ -202,7 +209,7 @@ int32_t QuantizeSaturating(float scaled, int32_t zero_point, IntRange r) {
   return static_cast<int32_t>(std::nearbyint(scaled)) + zero_point;
 }
 
-// ORT's ai.onnx path for float16/bfloat16 x: round half to even, convert to
+// ORT's ai.onnx path for half x and inner blocks: round half to even, convert to
 // int32 where NaN and values outside int32 become INT32_MIN (x86 cvtps2dq),
 // add the zero point with int32 wrap-around, clamp.
 int32_t QuantizeThroughInt32(float scaled, int32_t zero_point, IntRange r) {
@@ -234,12 +241,25 @@ std::vector<int32_t> ReadIntZeroPoints(const Tensor& t) {
   std::vector<int32_t> out(static_cast<size_t>(t.numel()));
   auto copy = [&](const auto* p) { std::copy(p, p + t.numel(), out.begin()); };
   switch (t.dtype()) {
-    case DType::kUInt8: case DType::kUInt4: copy(t.data<uint8_t>()); break;
-    case DType::kInt8: case DType::kInt4: copy(t.data<int8_t>()); break;
-    case DType::kUInt16: copy(t.data<uint16_t>()); break;
-    case DType::kInt16: copy(t.data<int16_t>()); break;
-    case DType::kInt32: copy(t.data<int32_t>()); break;
-    default: Fail("internal: ", DTypeName(t.dtype()), " is not an integer zero point type");
+    case DType::kUInt8:
+    case DType::kUInt4:
+      copy(t.data<uint8_t>());
+      break;
+    case DType::kInt8:
+    case DType::kInt4:
+      copy(t.data<int8_t>());
+      break;
+    case DType::kUInt16:
+      copy(t.data<uint16_t>());
+      break;
+    case DType::kInt16:
+      copy(t.data<int16_t>());
+      break;
+    case DType::kInt32:
+      copy(t.data<int32_t>());
+      break;
+    default:
+      Fail("internal: ", DTypeName(t.dtype()), " is not an integer zero point type");
   }
   return out;
 }
@@ -249,8 +269,8 @@ std::vector<int32_t> ReadIntZeroPoints(const Tensor& t) {
 void CheckFloat8ZeroPointIsZero(const Node& node, const Tensor& zero_point, const char* name) {
   const uint8_t* bits = zero_point.data<uint8_t>();
   for (int64_t i = 0; i < zero_point.numel(); ++i)
-    OCTET_CHECK(Float8BitsToFloat(bits[i], zero_point.dtype()) == 0.0f, node.Describe(), ": ",
-                name, " of type ", DTypeName(zero_point.dtype()),
+    OCTET_CHECK(Float8BitsToFloat(bits[i], zero_point.dtype()) == 0.0f, node.Describe(), ": ", name,
+                " of type ", DTypeName(zero_point.dtype()),
                 " must be zero (non-zero float8 zero points are not supported)");
 }
 
@@ -269,8 +289,8 @@ class QuantizeLinearKernel : public OpKernel {
     const ScaleLayout layout =
         ResolveScaleLayout(node, version_, x.shape(), scale, zero_point, "y_scale", "y_zero_point");
     const std::vector<float> scales = ReadScales(node, scale, "y_scale");
-    const std::vector<float> widened = x.dtype() == DType::kFloat32 ? std::vector<float>{}
-                                                                     : WidenToFloat(x);
+    const std::vector<float> widened =
+        x.dtype() == DType::kFloat32 ? std::vector<float>{} : WidenToFloat(x);
     const float* xs = x.dtype() == DType::kFloat32 ? x.data<float>() : widened.data();
     Tensor& y = ctx.AllocateOutput(0, output_type_, x.shape());
 
@@ -285,7 +305,9 @@ class QuantizeLinearKernel : public OpKernel {
     const std::vector<int32_t> zero_points =
         zero_point != nullptr ? ReadIntZeroPoints(*zero_point) : std::vector<int32_t>(1, 0);
     const IntRange range = QuantizedRange(output_type_);
-    const bool through_int32 = version_.half_through_int32 && x.dtype() != DType::kFloat32;
+    const bool blocked_inner = layout.inner_step == 1 && layout.inner > 1;
+    const bool through_int32 =
+        version_.has_int32_path && (x.dtype() != DType::kFloat32 || blocked_inner);
     auto quantize = [&](auto* out) {
       using Out = std::remove_pointer_t<decltype(out)>;
       ForEachElement(layout, ctx.pool(), [&](int64_t e, int64_t s) {
@@ -296,11 +318,22 @@ class QuantizeLinearKernel : public OpKernel {
       });
     };
     switch (output_type_) {
-      case DType::kUInt8: case DType::kUInt4: quantize(y.data<uint8_t>()); break;
-      case DType::kInt8: case DType::kInt4: quantize(y.data<int8_t>()); break;
-      case DType::kUInt16: quantize(y.data<uint16_t>()); break;
-      case DType::kInt16: quantize(y.data<int16_t>()); break;
-      default: Fail("internal: ", node.Describe(), " has output type ", DTypeName(output_type_));
+      case DType::kUInt8:
+      case DType::kUInt4:
+        quantize(y.data<uint8_t>());
+        break;
+      case DType::kInt8:
+      case DType::kInt4:
+        quantize(y.data<int8_t>());
+        break;
+      case DType::kUInt16:
+        quantize(y.data<uint16_t>());
+        break;
+      case DType::kInt16:
+        quantize(y.data<int16_t>());
+        break;
+      default:
+        Fail("internal: ", node.Describe(), " has output type ", DTypeName(output_type_));
     }
   }
 
@@ -332,15 +365,21 @@ class DequantizeLinearKernel : public OpKernel {
     // taken in float32 and then narrowed to the output type.
     auto dequantize = [&](const auto& value) {
       auto store = [&](auto* out, const auto& narrow) {
-        ForEachElement(layout, ctx.pool(), [&](int64_t e, int64_t s) {
-          out[e] = narrow(value(e, s) * scales[s]);
-        });
+        ForEachElement(layout, ctx.pool(),
+                       [&](int64_t e, int64_t s) { out[e] = narrow(value(e, s) * scales[s]); });
       };
       switch (output_type_) {
-        case DType::kFloat32: store(y.data<float>(), [](float f) { return f; }); break;
-        case DType::kFloat16: store(y.data<uint16_t>(), FloatToFloat16Bits); break;
-        case DType::kBFloat16: store(y.data<uint16_t>(), FloatToBFloat16Bits); break;
-        default: Fail("internal: ", node.Describe(), " has output type ", DTypeName(output_type_));
+        case DType::kFloat32:
+          store(y.data<float>(), [](float f) { return f; });
+          break;
+        case DType::kFloat16:
+          store(y.data<uint16_t>(), FloatToFloat16Bits);
+          break;
+        case DType::kBFloat16:
+          store(y.data<uint16_t>(), FloatToBFloat16Bits);
+          break;
+        default:
+          Fail("internal: ", node.Describe(), " has output type ", DTypeName(output_type_));
       }
     };
 
@@ -357,18 +396,31 @@ class DequantizeLinearKernel : public OpKernel {
     auto from_ints = [&](const auto* xs) {
       dequantize([&, xs](int64_t e, int64_t s) {
         const int32_t zp = zero_points[zero_point != nullptr ? s : 0];
-        const uint32_t diff = static_cast<uint32_t>(static_cast<int32_t>(xs[e])) -
-                              static_cast<uint32_t>(zp);
+        const uint32_t diff =
+            static_cast<uint32_t>(static_cast<int32_t>(xs[e])) - static_cast<uint32_t>(zp);
         return static_cast<float>(static_cast<int32_t>(diff));
       });
     };
     switch (x.dtype()) {
-      case DType::kUInt8: case DType::kUInt4: from_ints(x.data<uint8_t>()); break;
-      case DType::kInt8: case DType::kInt4: from_ints(x.data<int8_t>()); break;
-      case DType::kUInt16: from_ints(x.data<uint16_t>()); break;
-      case DType::kInt16: from_ints(x.data<int16_t>()); break;
-      case DType::kInt32: from_ints(x.data<int32_t>()); break;
-      default: Fail("internal: ", node.Describe(), " has input type ", DTypeName(x.dtype()));
+      case DType::kUInt8:
+      case DType::kUInt4:
+        from_ints(x.data<uint8_t>());
+        break;
+      case DType::kInt8:
+      case DType::kInt4:
+        from_ints(x.data<int8_t>());
+        break;
+      case DType::kUInt16:
+        from_ints(x.data<uint16_t>());
+        break;
+      case DType::kInt16:
+        from_ints(x.data<int16_t>());
+        break;
+      case DType::kInt32:
+        from_ints(x.data<int32_t>());
+        break;
+      default:
+        Fail("internal: ", node.Describe(), " has input type ", DTypeName(x.dtype()));
     }
   }
 

@@ -9,6 +9,7 @@ const KernelRegistry& KernelRegistry::Global() {
     RegisterIntegerMatMulOps(r);
     RegisterIntegerConvOps(r);
     RegisterFloatOps(r);
+    RegisterFusedOps(r);
     return r;
   }();
   return registry;

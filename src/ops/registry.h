@@ -91,6 +91,7 @@ void RegisterQuantizeOps(KernelRegistry& r);      // ops/quantize_linear.cc etc.
 void RegisterIntegerMatMulOps(KernelRegistry& r); // ops/qlinear_matmul.cc, matmul_integer.cc
 void RegisterIntegerConvOps(KernelRegistry& r);   // ops/qlinear_conv.cc, conv_integer.cc
 void RegisterFloatOps(KernelRegistry& r);         // ops/float_*.cc
+void RegisterFusedOps(KernelRegistry& r);         // ops/fused_*.cc (nodes made by rewrite/)
 
 // Helpers for KernelDef::accepts.
 bool OneOf(DType t, std::initializer_list<DType> allowed);

@@ -1,8 +1,8 @@
 // The QDQ MatMul/Gemm fold (issue 4; docs/qdq.md):
 //
-//   DequantizeLinear(x) ----------------\
-//                                        MatMul | Gemm --> [QuantizeLinear] --> y
-//   DequantizeLinear(W, constant) ------/    (Gemm: optional int32 DequantizeLinear bias)
+//   DequantizeLinear(x) ---------------+
+//                                       +--> MatMul | Gemm --> [QuantizeLinear] --> y
+//   DequantizeLinear(W, constant) -----+     (Gemm: optional int32 DequantizeLinear bias)
 //
 // becomes one node octet.QLinearMatMulFused that multiplies the 8-bit integers
 // and requantizes the int32 result once, in ONNX Runtime's float order. Without
@@ -23,15 +23,15 @@ inline constexpr const char* kFusedMatMulOp = "QLinearMatMulFused";
 
 // Fused node interface. Inputs (-1 = omitted):
 enum FusedMatMulInput {
-  kFusedX = 0,      // int8/uint8 activations [..., K]
-  kFusedXScale,     // float32, one value or one per index of attribute x_axis
-  kFusedXZero,      // optional, x's dtype, same layout as the scale
-  kFusedW,          // int8/uint8 constant weight, [K, N], or [N, K] when trans_b=1
-  kFusedWScale,     // float32 constant, one value or N (per output column)
-  kFusedWZero,      // optional, W's dtype, same layout as the scale
-  kFusedYScale,     // optional float32 scalar; omitted = float output
-  kFusedYZero,      // optional 8-bit scalar
-  kFusedBias,       // optional int32 constant, one value or N; scale is x_scale * w_scale
+  kFusedX = 0,   // int8/uint8 activations [..., K]
+  kFusedXScale,  // float32, one value or one per index of attribute x_axis
+  kFusedXZero,   // optional, x's dtype, same layout as the scale
+  kFusedW,       // int8/uint8 constant weight, [K, N], or [N, K] when trans_b=1
+  kFusedWScale,  // float32 constant, one value or N (per output column)
+  kFusedWZero,   // optional, W's dtype, same layout as the scale
+  kFusedYScale,  // optional float32 scalar; omitted = float output
+  kFusedYZero,   // optional 8-bit scalar
+  kFusedBias,    // optional int32 constant, one value or N; scale is x_scale * w_scale
   kFusedInputCount
 };
 // Attributes: x_axis (-1 = per tensor, else the axis of x the scale runs along,

@@ -23,8 +23,8 @@ def pytest_runtest_logreport(report):
     for tier, (filename, function) in _TIERS.items():
         if filename in report.nodeid and function in report.nodeid:
             param = report.nodeid.split(function, 1)[1][:-1]
-            reason = report.longrepr[2] if report.skipped and isinstance(
-                report.longrepr, tuple) else ""
+            reason = report.longrepr[2].removeprefix("Skipped: ") if report.skipped and \
+                isinstance(report.longrepr, tuple) else ""
             _outcomes[tier].append((param, report.outcome, reason))
 
 
@@ -44,4 +44,4 @@ def pytest_terminal_summary(terminalreporter):
                                       f"{row['failed']:5d} failed {row['skipped']:5d} skipped")
         for param, outcome, reason in results:
             if outcome == "skipped":
-                terminalreporter.line(f"  skipped {param}: {reason}")
+                terminalreporter.line(f"  skipped: {reason}")

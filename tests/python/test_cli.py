@@ -77,8 +77,12 @@ def test_run_npy_to_npz(model_path, tmp_path):
 
 def test_run_npz_input_fortran_order_and_npy_output(model_path, tmp_path):
     np.savez(tmp_path / "in.npz", x=np.asfortranarray(X))
-    result = run("run", model_path, "--input", tmp_path / "in.npz")
+    result = run("run", model_path, "--input", tmp_path / "in.npz", "--output",
+                 tmp_path / "out.npz")
     assert result.returncode == 0, result.stderr
+    with np.load(tmp_path / "out.npz") as saved:
+        np.testing.assert_array_equal(saved["neg"], -X)
+        np.testing.assert_allclose(saved["out"], expected_out(X), rtol=1e-6, atol=1e-6)
     np.save(tmp_path / "xf.npy", np.asfortranarray(X))
     result = run("run", model_path, "--input", f"x={tmp_path / 'xf.npy'}", "--output",
                  tmp_path / "one.npy")

@@ -37,3 +37,23 @@ def test_case(case):
     if status == "skipped":
         pytest.skip(detail)
     assert status == "passed", detail
+
+
+def test_comparison_is_bitwise_and_deviation_is_exact():
+    """The checks above can fail: one step off fails unless a deviation allows exactly that
+    step at that level; NaN bits and signed zeros count."""
+    import numpy as np
+
+    case = oracle.Case("x/y", "x", {})
+    ort = [np.array([10, 20, 30], np.uint8)]
+    one_off = [np.array([10, 21, 30], np.uint8)]
+    two_off = [np.array([10, 22, 30], np.uint8)]
+    assert oracle.compare_outputs(case, "ORT ENABLE_ALL", ort, ort, ["y"]) == []
+    assert oracle.compare_outputs(case, "ORT ENABLE_ALL", one_off, ort, ["y"])
+    case.deviation = {"reason": "test", "max_lsb": 1, "levels": ["DISABLE_ALL"]}
+    assert oracle.compare_outputs(case, "ORT ENABLE_ALL", one_off, ort, ["y"])
+    assert oracle.compare_outputs(case, "ORT DISABLE_ALL", one_off, ort, ["y"]) == []
+    assert oracle.compare_outputs(case, "ORT DISABLE_ALL", two_off, ort, ["y"])
+    zeros = [np.array([0.0, np.nan], np.float32)]
+    flipped = [np.array([-0.0, -np.nan], np.float32)]
+    assert oracle.compare_outputs(case, "ORT DISABLE_ALL", flipped, zeros, ["y"])

@@ -78,8 +78,7 @@ int TypeMax(bool is_signed) { return is_signed ? 127 : 255; }
 
 void Fill8(uint8_t* p, size_t n, bool is_signed, int fill, std::mt19937& rng) {
   std::uniform_int_distribution<int> dist(TypeMin(is_signed), TypeMax(is_signed));
-  for (size_t i = 0; i < n; ++i)
-    p[i] = static_cast<uint8_t>(fill == kRandom ? dist(rng) : fill);
+  for (size_t i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(fill == kRandom ? dist(rng) : fill);
 }
 
 // Zero points: random over the type's range with both limits always present.
@@ -135,8 +134,8 @@ std::vector<int32_t> RunReference(const Case& c) {
   FillZeros(zb.data(), zb.size(), c.b_signed, c.zb_per_col ? kRandom : c.zb, rng);
   std::vector<int32_t> result(c.M * c.N);
   GemmReferenceS32(c.M, c.N, c.K, Int8Operand{a.data(), c.a_signed, lda}, za.data(), c.za_per_row,
-                   Int8Operand{b.data(), c.b_signed, ldb}, zb.data(), c.zb_per_col,
-                   result.data(), c.N);
+                   Int8Operand{b.data(), c.b_signed, ldb}, zb.data(), c.zb_per_col, result.data(),
+                   c.N);
   return result;
 }
 
@@ -300,9 +299,9 @@ TEST_P(GemmIsaTest, RefusesKBeyondTheExactLimit) {
   const PackedB packed = PackB(b.data(), true, 4, 2, 2, isa());
   int32_t out[4];
   uint8_t a[8] = {};
-  EXPECT_THROW(GemmS32(2, Int8Operand{a, true, 3}, nullptr, false, packed, nullptr, false, out, 2,
-                       nullptr),
-               Error);  // lda < K
+  EXPECT_THROW(
+      GemmS32(2, Int8Operand{a, true, 3}, nullptr, false, packed, nullptr, false, out, 2, nullptr),
+      Error);  // lda < K
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, GemmIsaTest,

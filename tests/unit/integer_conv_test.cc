@@ -32,9 +32,9 @@ struct ConvCase {
   std::vector<int64_t> strides, dilations, pads;  // empty: attribute omitted
   std::string auto_pad;                           // empty: attribute omitted
   std::string Describe() const {
-    return "x" + ShapeToString(x) + " w" + ShapeToString(w) + " group " +
-           std::to_string(group) + " strides" + ShapeToString(strides) + " dilations" +
-           ShapeToString(dilations) + " pads" + ShapeToString(pads) + " " + auto_pad;
+    return "x" + ShapeToString(x) + " w" + ShapeToString(w) + " group " + std::to_string(group) +
+           " strides" + ShapeToString(strides) + " dilations" + ShapeToString(dilations) + " pads" +
+           ShapeToString(pads) + " " + auto_pad;
   }
   std::map<std::string, Attribute> Attributes() const {
     std::map<std::string, Attribute> a;
@@ -87,8 +87,8 @@ ExpectedConv NaiveConv(const Tensor& x, int x_zero, const Tensor& w, const Tenso
   const int64_t dh = one_d ? 1 : attr(c.dilations, 0), dw = attr(c.dilations, axes - 1);
   const int64_t ph = h + pb[0] + pe[0], pw = wd + pb[1] + pe[1];
   ExpectedConv r;
-  r.shape = one_d ? Shape{n_batch, out_channels, out[1]}
-                  : Shape{n_batch, out_channels, out[0], out[1]};
+  r.shape =
+      one_d ? Shape{n_batch, out_channels, out[1]} : Shape{n_batch, out_channels, out[0], out[1]};
   r.pixels = out[0] * out[1];
   const int64_t cpg = channels / c.group, mpg = out_channels / c.group;
   for (int64_t n = 0; n < n_batch; ++n) {
@@ -160,10 +160,10 @@ void CheckConvCase(const ConvCase& c, DType tx, DType tw, DType ty, std::mt19937
   const float x_scale = 0.03f;
   const float y_scale = x_scale * 0.01f * 40.f * std::sqrt(static_cast<float>(depth));
   const int y_zero = TypeMin(ty) + 100;
-  const Tensor y = RunNode("QLinearConv", 10,
-                           {x, Scalar(x_scale), xz, w, w_scale, wz, Scalar(y_scale),
-                            ZeroPoints(ty, {}, {y_zero}), bias},
-                           attrs);
+  const Tensor y = RunNode(
+      "QLinearConv", 10,
+      {x, Scalar(x_scale), xz, w, w_scale, wz, Scalar(y_scale), ZeroPoints(ty, {}, {y_zero}), bias},
+      attrs);
   const ExpectedConv want = NaiveConv(x, x_zero, w, &wz, c);
   ASSERT_EQ(y.shape(), want.shape);
   ASSERT_EQ(y.dtype(), ty);
@@ -180,11 +180,11 @@ TEST(IntegerConv, KernelStrideDilationPadAndGroupGrid) {
   std::mt19937 rng(17);
   const std::vector<std::pair<int64_t, int64_t>> kernels = {{1, 1}, {3, 3}, {5, 5}, {7, 1}};
   // (channels, out_channels, group): dense, grouped, depthwise, depthwise x2.
-  const std::vector<std::array<int64_t, 3>> groupings = {{4, 6, 1}, {4, 6, 2}, {4, 4, 4},
-                                                         {3, 6, 3}};
+  const std::vector<std::array<int64_t, 3>> groupings = {
+      {4, 6, 1}, {4, 6, 2}, {4, 4, 4}, {3, 6, 3}};
   const std::vector<std::vector<int64_t>> pad_sets = {{}, {1, 1, 1, 1}, {2, 0, 1, 3}};
-  const DType types[][3] = {{kU8, kS8, kU8}, {kU8, kU8, kU8}, {kS8, kS8, kS8}, {kS8, kU8, kU8},
-                            {kU8, kS8, kS8}};
+  const DType types[][3] = {
+      {kU8, kS8, kU8}, {kU8, kU8, kU8}, {kS8, kS8, kS8}, {kS8, kU8, kU8}, {kU8, kS8, kS8}};
   int cases = 0;
   for (auto [kh, kw] : kernels)
     for (int64_t stride : {1, 2})
@@ -262,7 +262,15 @@ TEST(IntegerConv, EmptyTensors) {
   CheckConvCase(c, kU8, kS8, kU8, rng);  // no input channels: accumulators are 0 (+ bias)
   c.x = {1, 2, 0, 4};
   c.w = {3, 2, 1, 1};
-  CheckConvCase(c, kU8, kS8, kU8, rng);  // empty height
+  c.pads = {1, 0, 0, 0};
+  CheckConvCase(c, kU8, kS8, kU8, rng);  // empty height, one padded row
+  // Without padding there is no window at all; ONNX Runtime also refuses it.
+  ExpectError(
+      [&] {
+        RunNode("ConvInteger", 10,
+                {RandomInt8(kU8, {1, 2, 0, 4}, rng), RandomInt8(kS8, {3, 2, 1, 1}, rng)});
+      },
+      {"node_under_test", "spatial axis 0 has size 0"});
 }
 
 TEST(IntegerConv, FullRangeValues) {
@@ -294,9 +302,9 @@ TEST(ConvInteger, OnnxBackendTestCases) {
   EXPECT_EQ(Values(RunNode("ConvInteger", 10, {x, w, Scalar<uint8_t>(1)})),
             (std::vector<int64_t>{12, 16, 24, 28}));
   const Tensor w2 = MakeTensor<uint8_t>({2, 1, 2, 2}, std::vector<uint8_t>(8, 1));
-  const Tensor y = RunNode("ConvInteger", 10,
-                           {x, w2, Scalar<uint8_t>(1), MakeTensor<uint8_t>({2}, {0, 1})},
-                           {{"pads", IntsAttr({1, 1, 1, 1})}});
+  const Tensor y =
+      RunNode("ConvInteger", 10, {x, w2, Scalar<uint8_t>(1), MakeTensor<uint8_t>({2}, {0, 1})},
+              {{"pads", IntsAttr({1, 1, 1, 1})}});
   EXPECT_EQ(y.shape(), (Shape{1, 2, 4, 4}));
   std::vector<int64_t> want = {1, 3, 5, 3, 5, 12, 16, 9, 11, 24, 28, 15, 7, 15, 17, 9};
   want.resize(32, 0);
@@ -307,14 +315,14 @@ TEST(QLinearConv, OnnxBackendTestCase) {
   // onnx/backend/test/case/node/qlinearconv.py
   const Tensor x = MakeTensor<uint8_t>(
       {1, 1, 7, 7},
-      {255, 174, 162, 25,  203, 168, 58,  15,  59,  237, 95,  129, 0,   64,  56,  242, 153,
-       221, 168, 12,  166, 232, 178, 186, 195, 237, 162, 237, 188, 39,  124, 77,  80,  102,
-       43,  127, 230, 21,  83,  41,  40,  134, 255, 154, 92,  141, 42,  148, 247});
-  const Tensor y = RunNode(
-      "QLinearConv", 10,
-      {x, Scalar(0.00369204697f), Scalar<uint8_t>(132), MakeTensor<uint8_t>({1, 1, 1, 1}, {0}),
-       MakeTensor<float>({1}, {0.00172794575f}), MakeTensor<uint8_t>({1}, {255}),
-       Scalar(0.00162681262f), Scalar<uint8_t>(123)});
+      {255, 174, 162, 25,  203, 168, 58,  15,  59,  237, 95,  129, 0,  64,  56, 242, 153,
+       221, 168, 12,  166, 232, 178, 186, 195, 237, 162, 237, 188, 39, 124, 77, 80,  102,
+       43,  127, 230, 21,  83,  41,  40,  134, 255, 154, 92,  141, 42, 148, 247});
+  const Tensor y =
+      RunNode("QLinearConv", 10,
+              {x, Scalar(0.00369204697f), Scalar<uint8_t>(132),
+               MakeTensor<uint8_t>({1, 1, 1, 1}, {0}), MakeTensor<float>({1}, {0.00172794575f}),
+               MakeTensor<uint8_t>({1}, {255}), Scalar(0.00162681262f), Scalar<uint8_t>(123)});
   const std::vector<int64_t> want = {
       0,   81,  93,  230, 52,  87,  197, 240, 196, 18,  160, 126, 255, 191, 199, 13,  102,
       34,  87,  243, 89,  23,  77,  69,  60,  18,  93,  18,  67,  216, 131, 178, 175, 153,
@@ -329,10 +337,12 @@ TEST(IntegerConv, ErrorsNameTheNode) {
     RunNode("ConvInteger", 10, {xx, ww}, attrs);
   };
   const std::string node = "ConvInteger(ai.onnx, opset 10) node 'node_under_test'";
-  ExpectError([&] {
-    conv(MakeTensor<uint8_t>({1, 1, 2, 2, 2}, std::vector<uint8_t>(8, 0)),
-         MakeTensor<int8_t>({1, 1, 1, 1, 1}, {0}), {});
-  }, {node, "3-D convolution is not supported"});
+  ExpectError(
+      [&] {
+        conv(MakeTensor<uint8_t>({1, 1, 2, 2, 2}, std::vector<uint8_t>(8, 0)),
+             MakeTensor<int8_t>({1, 1, 1, 1, 1}, {0}), {});
+      },
+      {node, "3-D convolution is not supported"});
   ExpectError([&] { conv(x, w, {{"group", IntAttr(2)}}); }, {node, "group 2"});
   ExpectError([&] { conv(x, w, {{"group", IntAttr(0)}}); }, {node, "group must be >= 1"});
   ExpectError([&] { conv(x, w, {{"kernel_shape", IntsAttr({2, 2})}}); }, {node, "kernel_shape"});
@@ -340,15 +350,26 @@ TEST(IntegerConv, ErrorsNameTheNode) {
   ExpectError([&] { conv(x, w, {{"strides", IntsAttr({1})}}); }, {node, "strides"});
   ExpectError([&] { conv(x, w, {{"strides", IntsAttr({0, 1})}}); }, {node, "strides must be"});
   ExpectError([&] { conv(x, w, {{"pads", IntsAttr({1, 1, -1, 0})}}); }, {node, "pads"});
-  ExpectError([&] { conv(x, w, {{"dilations", IntsAttr({3, 3})}}); },
-              {node, "smaller than the dilated kernel size 7"});
-  ExpectError([&] { conv(x, MakeTensor<int8_t>({2, 4, 3}, std::vector<int8_t>(24, 1)), {}); },
-              {node, "expected rank 4"});
-  ExpectError([&] {
-    RunNode("ConvInteger", 10, {x, w, std::nullopt, MakeTensor<int8_t>({3}, {0, 0, 0})});
-  }, {node, "w_zero_point", "[3]"});
-  ExpectError([&] { RunNode("ConvInteger", 10, {x, w, MakeTensor<uint8_t>({2}, {0, 0})}); },
-              {node, "x_zero_point", "per-tensor"});
+  ExpectError(
+      [&] {
+        conv(x, w, {{"dilations", IntsAttr({3, 3})}});
+      },
+      {node, "smaller than the dilated kernel size 7"});
+  ExpectError(
+      [&] {
+        conv(x, MakeTensor<int8_t>({2, 4, 3}, std::vector<int8_t>(24, 1)), {});
+      },
+      {node, "expected rank 4"});
+  ExpectError(
+      [&] {
+        RunNode("ConvInteger", 10, {x, w, std::nullopt, MakeTensor<int8_t>({3}, {0, 0, 0})});
+      },
+      {node, "w_zero_point", "[3]"});
+  ExpectError(
+      [&] {
+        RunNode("ConvInteger", 10, {x, w, MakeTensor<uint8_t>({2}, {0, 0})});
+      },
+      {node, "x_zero_point", "per-tensor"});
 
   auto qconv = [&](const Tensor& w_scale, const Tensor& bias) {
     RunNode("QLinearConv", 10,
@@ -356,12 +377,21 @@ TEST(IntegerConv, ErrorsNameTheNode) {
              Scalar<uint8_t>(0), bias});
   };
   const std::string qnode = "QLinearConv(ai.onnx, opset 10) node 'node_under_test'";
-  ExpectError([&] { qconv(MakeTensor<float>({3}, {1, 1, 1}), MakeTensor<int32_t>({2}, {0, 0})); },
-              {qnode, "w_scale", "[3]"});
-  ExpectError([&] { qconv(Scalar(1.f), MakeTensor<int32_t>({3}, {0, 0, 0})); },
-              {qnode, "B has", "[3]"});
-  ExpectError([&] { qconv(Scalar(1.f), MakeTensor<float>({2}, {0, 0})); },
-              {qnode, "unsupported input types"});
+  ExpectError(
+      [&] {
+        qconv(MakeTensor<float>({3}, {1, 1, 1}), MakeTensor<int32_t>({2}, {0, 0}));
+      },
+      {qnode, "w_scale", "[3]"});
+  ExpectError(
+      [&] {
+        qconv(Scalar(1.f), MakeTensor<int32_t>({3}, {0, 0, 0}));
+      },
+      {qnode, "B has", "[3]"});
+  ExpectError(
+      [&] {
+        qconv(Scalar(1.f), MakeTensor<float>({2}, {0, 0}));
+      },
+      {qnode, "unsupported input types"});
 }
 
 }  // namespace

@@ -208,12 +208,21 @@ struct ShapePair {
   Shape a, b;
 };
 
-const std::vector<ShapePair> kShapes = {
-    {{1, 1}, {1, 1}},          {{3, 1}, {1, 5}},         {{7, 13}, {13, 9}},
-    {{16, 33}, {33, 17}},      {{2, 5, 4}, {4, 3}},      {{5, 4}, {2, 4, 3}},
-    {{2, 1, 3, 6}, {4, 6, 5}}, {{3, 1, 2, 4}, {1, 2, 4, 7}}, {{6}, {6, 4}},
-    {{2, 6, 4}, {4}},          {{5}, {5}},               {{0, 4}, {4, 3}},
-    {{3, 4}, {4, 0}},          {{3, 0}, {0, 5}},         {{2, 0, 3, 4}, {4, 2}}};
+const std::vector<ShapePair> kShapes = {{{1, 1}, {1, 1}},
+                                        {{3, 1}, {1, 5}},
+                                        {{7, 13}, {13, 9}},
+                                        {{16, 33}, {33, 17}},
+                                        {{2, 5, 4}, {4, 3}},
+                                        {{5, 4}, {2, 4, 3}},
+                                        {{2, 1, 3, 6}, {4, 6, 5}},
+                                        {{3, 1, 2, 4}, {1, 2, 4, 7}},
+                                        {{6}, {6, 4}},
+                                        {{2, 6, 4}, {4}},
+                                        {{5}, {5}},
+                                        {{0, 4}, {4, 3}},
+                                        {{3, 4}, {4, 0}},
+                                        {{3, 0}, {0, 5}},
+                                        {{2, 0, 3, 4}, {4, 2}}};
 
 TEST(MatMulInteger, MatchesNaiveLoopsOnShapeGridAndEveryTypePair) {
   std::mt19937 rng(11);
@@ -246,8 +255,7 @@ TEST(MatMulInteger, FullRangeValuesDoNotSaturate) {
   const int64_t k = 2000;
   const Tensor a = MakeTensor<uint8_t>({2, k}, std::vector<uint8_t>(2 * k, 255));
   const Tensor b = MakeTensor<int8_t>({k, 3}, std::vector<int8_t>(3 * k, -128));
-  const Tensor y = RunNode("MatMulInteger", 10,
-                           {a, b, Scalar<uint8_t>(0), Scalar<int8_t>(127)});
+  const Tensor y = RunNode("MatMulInteger", 10, {a, b, Scalar<uint8_t>(0), Scalar<int8_t>(127)});
   EXPECT_EQ(Int32Values(y), std::vector<int64_t>(6, -65025 * k));
   const Tensor a8 = MakeTensor<int8_t>({1, k}, std::vector<int8_t>(k, -128));
   const Tensor y8 = RunNode("MatMulInteger", 10, {a8, b, Scalar<int8_t>(127), Scalar<int8_t>(127)});
@@ -291,18 +299,25 @@ TEST(MatMulInteger, ErrorsNameTheNode) {
   const Tensor a = MakeTensor<uint8_t>({2, 3}, std::vector<uint8_t>(6, 1));
   const Tensor b = MakeTensor<int8_t>({4, 2}, std::vector<int8_t>(8, 1));
   const Tensor b_ok = MakeTensor<int8_t>({3, 2}, std::vector<int8_t>(6, 1));
-  ExpectError([&] { RunNode("MatMulInteger", 10, {a, b}); },
-              {"MatMulInteger(ai.onnx, opset 10) node 'node_under_test'", "inner dimensions"});
-  ExpectError([&] { RunNode("MatMulInteger", 10, {a, b_ok, std::nullopt, Scalar<uint8_t>(0)}); },
-              {"node_under_test", "unsupported input types"});
   ExpectError(
       [&] {
-        RunNode("MatMulInteger", 10,
-                {a, b_ok, std::nullopt, MakeTensor<int8_t>({3}, {0, 0, 0})});
+        RunNode("MatMulInteger", 10, {a, b});
+      },
+      {"MatMulInteger(ai.onnx, opset 10) node 'node_under_test'", "inner dimensions"});
+  ExpectError(
+      [&] {
+        RunNode("MatMulInteger", 10, {a, b_ok, std::nullopt, Scalar<uint8_t>(0)});
+      },
+      {"node_under_test", "unsupported input types"});
+  ExpectError(
+      [&] {
+        RunNode("MatMulInteger", 10, {a, b_ok, std::nullopt, MakeTensor<int8_t>({3}, {0, 0, 0})});
       },
       {"node_under_test", "b_zero_point", "[3]"});
   ExpectError(
-      [&] { RunNode("MatMulInteger", 10, {a, b_ok, MakeTensor<uint8_t>({3}, {0, 0, 0})}); },
+      [&] {
+        RunNode("MatMulInteger", 10, {a, b_ok, MakeTensor<uint8_t>({3}, {0, 0, 0})});
+      },
       {"node_under_test", "a_zero_point", "[3]"});
   const Tensor a3 = MakeTensor<uint8_t>({2, 2, 3}, std::vector<uint8_t>(12, 1));
   const Tensor b3 = MakeTensor<int8_t>({3, 3, 2}, std::vector<int8_t>(18, 1));
@@ -332,10 +347,9 @@ void CheckQLinearMatMul(int opset, const Tensor& a, const Tensor& b, const QPara
   for (size_t i = 0; i < want.acc.size(); ++i) {
     const int64_t entry = static_cast<int64_t>(i) / (want.m * want.n);
     const int64_t col = static_cast<int64_t>(i) % want.n;
-    const float b_scale_value =
-        bs[ParamIndex(b_scale, want.b_matrix_of_entry[entry], col, want.n)];
-    expected.push_back(ExpectedRequant(want.acc[i], q.a_scale, b_scale_value, q.y_scale, q.zy,
-                                       y_type));
+    const float b_scale_value = bs[ParamIndex(b_scale, want.b_matrix_of_entry[entry], col, want.n)];
+    expected.push_back(
+        ExpectedRequant(want.acc[i], q.a_scale, b_scale_value, q.y_scale, q.zy, y_type));
   }
   EXPECT_EQ(Int8Values(y), expected);
 }
@@ -347,8 +361,8 @@ TEST(QLinearMatMul, MatchesReferenceOnShapeGridAndEveryTypeCombination) {
     for (const auto& [ta, tb] : kTypePairs) {
       for (DType ty : {DType::kUInt8, DType::kInt8}) {
         for (const ShapePair& s : kShapes) {
-          SCOPED_TRACE(ShapeToString(s.a) + " x " + ShapeToString(s.b) + " " + DTypeName(ta) +
-                       "/" + DTypeName(tb) + "->" + DTypeName(ty));
+          SCOPED_TRACE(ShapeToString(s.a) + " x " + ShapeToString(s.b) + " " + DTypeName(ta) + "/" +
+                       DTypeName(tb) + "->" + DTypeName(ty));
           const Tensor a = RandomInt8(ta, s.a, rng);
           const Tensor b = RandomInt8(tb, s.b, rng);
           // Scales sized so outputs spread over the range and reach saturation.
@@ -356,8 +370,8 @@ TEST(QLinearMatMul, MatchesReferenceOnShapeGridAndEveryTypeCombination) {
           const QParams q{scale(rng), 0.f, TypeMin(ta) + 70, TypeMax(ty) - 90};
           QParams qs = q;
           qs.y_scale = q.a_scale * 0.02f * std::sqrt(static_cast<float>(std::max<int64_t>(k, 1)));
-          CheckQLinearMatMul(opset, a, b, qs, Scalar(scale(rng)),
-                             ZeroPoints(tb, {}, {TypeMax(tb)}), ty);
+          CheckQLinearMatMul(opset, a, b, qs, Scalar(scale(rng)), ZeroPoints(tb, {}, {TypeMax(tb)}),
+                             ty);
         }
       }
     }
@@ -407,6 +421,34 @@ TEST(QLinearMatMul, EmptyAndZeroDepthProducts) {
   EXPECT_EQ(y0.shape(), (Shape{2, 0, 4}));
 }
 
+TEST(QLinearMatMul, TiesAndSaturationAtZeroPointLimits) {
+  // The probe's ties case (tools/probe_ort_requant.py): multiplier 0.5 and
+  // acc = 3 * (a - a_zero) puts every odd accumulator on a .5 tie; zero points
+  // at the type limits saturate half of the outputs.
+  for (DType t : {DType::kUInt8, DType::kInt8}) {
+    const int a_zero = t == DType::kUInt8 ? 128 : 0;
+    std::vector<int> a_values;
+    for (int v = TypeMin(t); v <= TypeMax(t); ++v) a_values.push_back(v);
+    const Tensor a = ZeroPoints(t, {256, 1}, a_values);
+    for (int y_zero : {TypeMin(t), TypeMax(t), TypeMin(t) + 128}) {
+      const Tensor y =
+          RunNode("QLinearMatMul", 10,
+                  {a, Scalar(0.5f), ZeroPoints(t, {}, {a_zero}), ZeroPoints(t, {1, 1}, {3}),
+                   Scalar(1.f), ZeroPoints(t, {}, {0}), Scalar(1.f), ZeroPoints(t, {}, {y_zero})});
+      std::vector<int64_t> expected;
+      for (int v : a_values) {
+        const int64_t acc = 3 * (v - a_zero);
+        // acc / 2 rounded half to even, worked with integers.
+        const int64_t half = acc >= 0 ? acc / 2 : -((-acc) / 2);
+        int64_t rounded = half;
+        if (acc % 2 != 0) rounded = (half % 2 == 0) ? half : half + (acc > 0 ? 1 : -1);
+        expected.push_back(std::clamp<int64_t>(rounded + y_zero, TypeMin(t), TypeMax(t)));
+      }
+      EXPECT_EQ(Int8Values(y), expected) << DTypeName(t) << " y_zero " << y_zero;
+    }
+  }
+}
+
 TEST(QLinearMatMul, MultiplierOrderMatchesOnnxRuntime) {
   // tools/probe_ort_requant.py (emit_order_test_case): b_scale walks ulps around
   // 0.5 * y_scale / a_scale, every acc * multiplier sits next to a .5 tie, and
@@ -414,10 +456,10 @@ TEST(QLinearMatMul, MultiplierOrderMatchesOnnxRuntime) {
   // different output somewhere. Expected values: ONNX Runtime 1.31.1.
   const float a_scale = 0x1.490418p-4f, y_scale = 0x1.e05480p-5f;
   const std::vector<float> b_scale = {
-      0x1.75bbdep-2f, 0x1.75bbe0p-2f, 0x1.75bbe2p-2f, 0x1.75bbe4p-2f, 0x1.75bbe6p-2f,
-      0x1.75bbe8p-2f, 0x1.75bbeap-2f, 0x1.75bbecp-2f, 0x1.75bbeep-2f, 0x1.75bbf0p-2f,
-      0x1.75bbf2p-2f, 0x1.75bbf4p-2f, 0x1.75bbf6p-2f, 0x1.75bbf8p-2f, 0x1.75bbfap-2f,
-      0x1.75bbfcp-2f};
+      0x1.75bbdep-2f, 0x1.75bbe0p-2f, 0x1.75bbe2p-2f, 0x1.75bbe4p-2f,
+      0x1.75bbe6p-2f, 0x1.75bbe8p-2f, 0x1.75bbeap-2f, 0x1.75bbecp-2f,
+      0x1.75bbeep-2f, 0x1.75bbf0p-2f, 0x1.75bbf2p-2f, 0x1.75bbf4p-2f,
+      0x1.75bbf6p-2f, 0x1.75bbf8p-2f, 0x1.75bbfap-2f, 0x1.75bbfcp-2f};
   const Tensor a = MakeTensor<uint8_t>({6, 1}, {129, 131, 125, 133, 127, 121});
   const Tensor b = MakeTensor<int8_t>({1, 16}, std::vector<int8_t>(16, 1));
   const Tensor y =
@@ -429,12 +471,12 @@ TEST(QLinearMatMul, MultiplierOrderMatchesOnnxRuntime) {
   auto row = [&](int before, int value_before, int value_after) {
     for (int i = 0; i < 16; ++i) ort.push_back(i < before ? value_before : value_after);
   };
-  row(9, 128, 129);   // acc 1
-  row(9, 129, 130);   // acc 3
-  row(9, 127, 126);   // acc -3
-  row(9, 130, 131);   // acc 5
-  row(9, 128, 127);   // acc -1
-  row(9, 125, 124);   // acc -7
+  row(9, 128, 129);  // acc 1
+  row(9, 129, 130);  // acc 3
+  row(9, 127, 126);  // acc -3
+  row(9, 130, 131);  // acc 5
+  row(9, 128, 127);  // acc -1
+  row(9, 125, 124);  // acc -7
   EXPECT_EQ(Int8Values(y), ort);
 }
 
@@ -462,19 +504,18 @@ TEST(QLinearMatMul, OnnxBackendTestCases) {
       const Tensor y = RunNode("QLinearMatMul", 21,
                                {a, as_half(a_scale), q8({1}, {113}), b, as_half(b_scale),
                                 q8({1}, {114}), as_half(y_scale), q8({1}, {118})});
-      const std::vector<int64_t> want = is_signed
-                                            ? std::vector<int64_t>{41, -12, -9, 1, -75, -128}
-                                            : std::vector<int64_t>{168, 115, 255, 1, 66, 151};
+      const std::vector<int64_t> want = is_signed ? std::vector<int64_t>{41, -12, -9, 1, -75, -128}
+                                                  : std::vector<int64_t>{168, 115, 255, 1, 66, 151};
       EXPECT_EQ(Int8Values(y), want) << (is_signed ? "int8" : "uint8") << (half ? " float16" : "");
 
       std::vector<int> a3 = {208, 236, 0, 238, 3, 214, 255, 29};
       a3.insert(a3.end(), a3.begin(), a3.end());
       std::vector<int> b3 = {152, 51, 244, 60, 26, 255, 0, 127, 246, 127, 254, 247};
       b3.insert(b3.end(), b3.begin(), b3.end());
-      const Tensor y3 = RunNode("QLinearMatMul", 21,
-                                {q8({2, 2, 4}, a3), as_half(a_scale), q8({1}, {113}),
-                                 q8({2, 4, 3}, b3), as_half(b_scale), q8({1}, {114}),
-                                 as_half(y_scale), q8({1}, {118})});
+      const Tensor y3 =
+          RunNode("QLinearMatMul", 21,
+                  {q8({2, 2, 4}, a3), as_half(a_scale), q8({1}, {113}), q8({2, 4, 3}, b3),
+                   as_half(b_scale), q8({1}, {114}), as_half(y_scale), q8({1}, {118})});
       std::vector<int64_t> want3 = want;
       want3.insert(want3.end(), want.begin(), want.end());
       EXPECT_EQ(y3.shape(), (Shape{2, 2, 3}));
@@ -492,8 +533,9 @@ TEST(QLinearMatMul, ErrorsNameTheNode) {
     RunNode("QLinearMatMul", opset,
             {a, a_scale, za, bb, b_scale, zb, Scalar(0.1f), Scalar<uint8_t>(0)});
   };
-  ExpectError([&] { run(10, Scalar(1.f), Scalar<uint8_t>(0), b_bad, Scalar(1.f), Scalar<int8_t>(0)); },
-              {"QLinearMatMul(ai.onnx, opset 10) node 'node_under_test'", "inner dimensions"});
+  ExpectError(
+      [&] { run(10, Scalar(1.f), Scalar<uint8_t>(0), b_bad, Scalar(1.f), Scalar<int8_t>(0)); },
+      {"QLinearMatMul(ai.onnx, opset 10) node 'node_under_test'", "inner dimensions"});
   ExpectError(
       [&] {
         run(10, MakeTensor<float>({2}, {1.f, 1.f}), MakeTensor<uint8_t>({2}, {0, 0}), b,

@@ -28,10 +28,10 @@ void ConvReferenceS32(const ConvGeometry& g, const Int8ConvOperand& x, const Int
               for (int64_t kx = 0; kx < g.kernel_w; ++kx) {
                 const int64_t ix = ox * g.stride_w - g.pad_left + kx * g.dilation_w;
                 if (ix < 0 || ix >= g.in_w) continue;
-                const int64_t x_index = ((n * g.in_channels + first_channel + c) * g.in_h + iy) *
-                                            g.in_w + ix;
-                const int64_t w_index = ((o * in_per_group + c) * g.kernel_h + ky) *
-                                            g.kernel_w + kx;
+                const int64_t x_index =
+                    ((n * g.in_channels + first_channel + c) * g.in_h + iy) * g.in_w + ix;
+                const int64_t w_index =
+                    ((o * in_per_group + c) * g.kernel_h + ky) * g.kernel_w + kx;
                 acc += (Load(x.data, x.is_signed, x_index) - x_zero) *
                        (Load(w.data, w.is_signed, w_index) - w_zero);
               }

@@ -25,16 +25,22 @@ constexpr int64_t kNcCols = 256;
 
 TileFn TileFnFor(Isa isa) {
   switch (isa) {
-    case Isa::kScalar: return gemm::TileScalar;
+    case Isa::kScalar:
+      return gemm::TileScalar;
 #if defined(__x86_64__) || defined(_M_X64)
-    case Isa::kAvx2: return gemm::TileAvx2;
-    case Isa::kAvxVnni: return gemm::TileAvxVnni;
-    case Isa::kAvx512Vnni: return gemm::TileAvx512Vnni;
+    case Isa::kAvx2:
+      return gemm::TileAvx2;
+    case Isa::kAvxVnni:
+      return gemm::TileAvxVnni;
+    case Isa::kAvx512Vnni:
+      return gemm::TileAvx512Vnni;
 #endif
 #if defined(__aarch64__)
-    case Isa::kNeonDot: return gemm::TileNeonDot;
+    case Isa::kNeonDot:
+      return gemm::TileNeonDot;
 #endif
-    default: break;
+    default:
+      break;
   }
   Fail("int8 GEMM: instruction set ", IsaName(isa), " is not built into this binary");
 }
@@ -61,8 +67,8 @@ void RunParallel(ThreadPool* pool, int64_t n, const std::function<void(int64_t, 
 }  // namespace
 
 void GemmS32(int64_t M, const Int8Operand& A, const int32_t* a_zero, bool a_zero_per_row,
-             const PackedB& b, const int32_t* b_zero, bool b_zero_per_col, int32_t* C,
-             int64_t ldc, ThreadPool* pool) {
+             const PackedB& b, const int32_t* b_zero, bool b_zero_per_col, int32_t* C, int64_t ldc,
+             ThreadPool* pool) {
   const int64_t K = b.K, N = b.N;
   OCTET_CHECK(M >= 0, "int8 GEMM: negative M=", M);
   OCTET_CHECK(K <= kGemmMaxK, "int8 GEMM: K=", K, " exceeds ", kGemmMaxK,

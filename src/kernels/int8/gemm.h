@@ -48,7 +48,7 @@ PackedB PackB(const void* b, bool b_signed, int64_t K, int64_t N, int64_t ldb,
 // a null zero pointer means zero. pool may be null (runs on the caller).
 // Throws octet::Error on a negative M, a too-small ld, or K > kGemmMaxK.
 void GemmS32(int64_t M, const Int8Operand& A, const int32_t* a_zero, bool a_zero_per_row,
-             const PackedB& b, const int32_t* b_zero, bool b_zero_per_col, int32_t* C,
-             int64_t ldc, ThreadPool* pool);
+             const PackedB& b, const int32_t* b_zero, bool b_zero_per_col, int32_t* C, int64_t ldc,
+             ThreadPool* pool);
 
 }  // namespace octet

@@ -35,9 +35,9 @@ template <int R>
 void Tile(const TileArgs& t) {
   constexpr int U = R == 1 ? 4 : (R == 2 ? 2 : 1);  // accumulator sets for latency
   __m256i lo[U][R], hi[U][R];
-  #pragma GCC unroll 8
+#pragma GCC unroll 8
   for (int u = 0; u < U; ++u)
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) lo[u][r] = hi[u][r] = _mm256_setzero_si256();
 
   const uint8_t* a = t.a;
@@ -60,7 +60,7 @@ void Tile(const TileArgs& t) {
   }
   for (; g < t.k_groups; ++g) {
     const __m256i b_lo = WidenB(b), b_hi = WidenB(b + 16);
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const __m256i av = WidenA(a + r * kGroup);
       lo[0][r] = _mm256_add_epi32(lo[0][r], _mm256_madd_epi16(av, b_lo));
@@ -70,16 +70,16 @@ void Tile(const TileArgs& t) {
     b += kCols * kGroup;
   }
 
-    // Locals: stores to C could otherwise alias the arguments and force reloads.
-  const bool accumulate = accumulate;
-  const int32_t *row_neg_za = row_neg_za, *row_neg_sum = row_neg_sum;
-  const int32_t *col_term = col_term, *col_zb = col_zb;
+  // Locals: stores to C could otherwise alias the arguments and force reloads.
+  const bool accumulate = t.accumulate;
+  const int32_t *row_neg_za = t.row_neg_za, *row_neg_sum = t.row_neg_sum;
+  const int32_t *col_term = t.col_term, *col_zb = t.col_zb;
   int32_t* const c0 = t.c;
   const int64_t ldc = t.ldc;
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
     __m256i l = lo[0][r], h = hi[0][r];
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int u = 1; u < U; ++u) {
       l = _mm256_add_epi32(l, lo[u][r]);
       h = _mm256_add_epi32(h, hi[u][r]);
@@ -89,10 +89,10 @@ void Tile(const TileArgs& t) {
     int32_t* c = c0 + r * ldc;
     if (accumulate) sum = _mm256_add_epi32(sum, Load(c));
     if (row_neg_za) {
-      sum = _mm256_add_epi32(
-          sum, _mm256_mullo_epi32(_mm256_set1_epi32(row_neg_za[r]), Load(col_term)));
-      sum = _mm256_add_epi32(
-          sum, _mm256_mullo_epi32(_mm256_set1_epi32(row_neg_sum[r]), Load(col_zb)));
+      sum = _mm256_add_epi32(sum,
+                             _mm256_mullo_epi32(_mm256_set1_epi32(row_neg_za[r]), Load(col_term)));
+      sum = _mm256_add_epi32(sum,
+                             _mm256_mullo_epi32(_mm256_set1_epi32(row_neg_sum[r]), Load(col_zb)));
     }
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(c), sum);
   }
@@ -102,10 +102,14 @@ void Tile(const TileArgs& t) {
 
 void TileAvx2(int rows, const TileArgs& t) {
   switch (rows) {
-    case 1: return Tile<1>(t);
-    case 2: return Tile<2>(t);
-    case 3: return Tile<3>(t);
-    default: return Tile<4>(t);
+    case 1:
+      return Tile<1>(t);
+    case 2:
+      return Tile<2>(t);
+    case 3:
+      return Tile<3>(t);
+    default:
+      return Tile<4>(t);
   }
 }
 

@@ -27,11 +27,11 @@ void Tile(const TileArgs& t) {
   // so consecutive groups go to separate accumulator sets, summed at the end.
   constexpr int U = R == 1 ? 4 : (R == 2 ? 2 : 1);
   __m512i acc[U][R][kVecs];
-  #pragma GCC unroll 8
+#pragma GCC unroll 8
   for (int u = 0; u < U; ++u)
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r)
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int v = 0; v < kVecs; ++v) acc[u][r][v] = _mm512_setzero_si512();
 
   const uint8_t* a = t.a;
@@ -41,12 +41,12 @@ void Tile(const TileArgs& t) {
 #pragma GCC unroll 4
     for (int u = 0; u < U; ++u) {
       __m512i bv[kVecs];
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int v = 0; v < kVecs; ++v) bv[v] = _mm512_loadu_si512(b + (u * kCols + v * 16) * kGroup);
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
         const __m512i av = BroadcastA(a + (u * R + r) * kGroup);
-        #pragma GCC unroll 8
+#pragma GCC unroll 8
         for (int v = 0; v < kVecs; ++v) acc[u][r][v] = _mm512_dpbusd_epi32(acc[u][r][v], av, bv[v]);
       }
     }
@@ -55,31 +55,31 @@ void Tile(const TileArgs& t) {
   }
   for (; U > 1 && g < t.k_groups; ++g) {  // leftover groups (U > 1 only)
     __m512i bv[kVecs];
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int v = 0; v < kVecs; ++v) bv[v] = _mm512_loadu_si512(b + v * 16 * kGroup);
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const __m512i av = BroadcastA(a + r * kGroup);
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int v = 0; v < kVecs; ++v) acc[0][r][v] = _mm512_dpbusd_epi32(acc[0][r][v], av, bv[v]);
     }
     a += R * kGroup;
     b += kCols * kGroup;
   }
 
-    // Locals: stores to C could otherwise alias the arguments and force reloads.
-  const bool accumulate = accumulate;
-  const int32_t *row_neg_za = row_neg_za, *row_neg_sum = row_neg_sum;
-  const int32_t *col_term = col_term, *col_zb = col_zb;
+  // Locals: stores to C could otherwise alias the arguments and force reloads.
+  const bool accumulate = t.accumulate;
+  const int32_t *row_neg_za = t.row_neg_za, *row_neg_sum = t.row_neg_sum;
+  const int32_t *col_term = t.col_term, *col_zb = t.col_zb;
   int32_t* const c0 = t.c;
   const int64_t ldc = t.ldc;
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
     int32_t* c = c0 + r * ldc;
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int v = 0; v < kVecs; ++v) {
       __m512i sum = acc[0][r][v];
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int u = 1; u < U; ++u) sum = _mm512_add_epi32(sum, acc[u][r][v]);
       if (accumulate) sum = _mm512_add_epi32(sum, _mm512_loadu_si512(c + v * 16));
       if (row_neg_za) {
@@ -97,14 +97,22 @@ void Tile(const TileArgs& t) {
 
 void TileAvx512Vnni(int rows, const TileArgs& t) {
   switch (rows) {
-    case 1: return Tile<1>(t);
-    case 2: return Tile<2>(t);
-    case 3: return Tile<3>(t);
-    case 4: return Tile<4>(t);
-    case 5: return Tile<5>(t);
-    case 6: return Tile<6>(t);
-    case 7: return Tile<7>(t);
-    default: return Tile<8>(t);
+    case 1:
+      return Tile<1>(t);
+    case 2:
+      return Tile<2>(t);
+    case 3:
+      return Tile<3>(t);
+    case 4:
+      return Tile<4>(t);
+    case 5:
+      return Tile<5>(t);
+    case 6:
+      return Tile<6>(t);
+    case 7:
+      return Tile<7>(t);
+    default:
+      return Tile<8>(t);
   }
 }
 

@@ -27,11 +27,11 @@ void Tile(const TileArgs& t) {
   // Few rows: separate accumulator sets for consecutive groups hide latency.
   constexpr int U = R == 1 ? 4 : (R == 2 ? 2 : 1);
   __m256i acc[U][R][kVecs];
-  #pragma GCC unroll 8
+#pragma GCC unroll 8
   for (int u = 0; u < U; ++u)
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r)
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int v = 0; v < kVecs; ++v) acc[u][r][v] = _mm256_setzero_si256();
 
   const uint8_t* a = t.a;
@@ -41,12 +41,12 @@ void Tile(const TileArgs& t) {
 #pragma GCC unroll 4
     for (int u = 0; u < U; ++u) {
       __m256i bv[kVecs];
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int v = 0; v < kVecs; ++v) bv[v] = Load(b + (u * kCols + v * 8) * kGroup);
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
         const __m256i av = BroadcastA(a + (u * R + r) * kGroup);
-        #pragma GCC unroll 8
+#pragma GCC unroll 8
         for (int v = 0; v < kVecs; ++v)
           acc[u][r][v] = _mm256_dpbusd_avx_epi32(acc[u][r][v], av, bv[v]);
       }
@@ -56,12 +56,12 @@ void Tile(const TileArgs& t) {
   }
   for (; U > 1 && g < t.k_groups; ++g) {  // leftover groups (U > 1 only)
     __m256i bv[kVecs];
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int v = 0; v < kVecs; ++v) bv[v] = Load(b + v * 8 * kGroup);
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const __m256i av = BroadcastA(a + r * kGroup);
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int v = 0; v < kVecs; ++v)
         acc[0][r][v] = _mm256_dpbusd_avx_epi32(acc[0][r][v], av, bv[v]);
     }
@@ -69,19 +69,19 @@ void Tile(const TileArgs& t) {
     b += kCols * kGroup;
   }
 
-    // Locals: stores to C could otherwise alias the arguments and force reloads.
-  const bool accumulate = accumulate;
-  const int32_t *row_neg_za = row_neg_za, *row_neg_sum = row_neg_sum;
-  const int32_t *col_term = col_term, *col_zb = col_zb;
+  // Locals: stores to C could otherwise alias the arguments and force reloads.
+  const bool accumulate = t.accumulate;
+  const int32_t *row_neg_za = t.row_neg_za, *row_neg_sum = t.row_neg_sum;
+  const int32_t *col_term = t.col_term, *col_zb = t.col_zb;
   int32_t* const c0 = t.c;
   const int64_t ldc = t.ldc;
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
     int32_t* c = c0 + r * ldc;
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int v = 0; v < kVecs; ++v) {
       __m256i sum = acc[0][r][v];
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int u = 1; u < U; ++u) sum = _mm256_add_epi32(sum, acc[u][r][v]);
       if (accumulate) sum = _mm256_add_epi32(sum, Load(c + v * 8));
       if (row_neg_za) {
@@ -99,12 +99,18 @@ void Tile(const TileArgs& t) {
 
 void TileAvxVnni(int rows, const TileArgs& t) {
   switch (rows) {
-    case 1: return Tile<1>(t);
-    case 2: return Tile<2>(t);
-    case 3: return Tile<3>(t);
-    case 4: return Tile<4>(t);
-    case 5: return Tile<5>(t);
-    default: return Tile<6>(t);
+    case 1:
+      return Tile<1>(t);
+    case 2:
+      return Tile<2>(t);
+    case 3:
+      return Tile<3>(t);
+    case 4:
+      return Tile<4>(t);
+    case 5:
+      return Tile<5>(t);
+    default:
+      return Tile<6>(t);
   }
 }
 

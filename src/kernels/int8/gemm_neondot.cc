@@ -47,7 +47,8 @@ void Tile(const TileArgs& t) {
         acc[r][2] = vdotq_laneq_s32(acc[r][2], bv[2], av, r),
         acc[r][3] = vdotq_laneq_s32(acc[r][3], bv[3], av, r)),
        ...);
-    }(std::make_integer_sequence<int, R>{});
+    }
+    (std::make_integer_sequence<int, R>{});
     a += R * kGroup;
     b += kCols * kGroup;
   }
@@ -70,10 +71,14 @@ void Tile(const TileArgs& t) {
 
 void TileNeonDot(int rows, const TileArgs& t) {
   switch (rows) {
-    case 1: return Tile<1>(t);
-    case 2: return Tile<2>(t);
-    case 3: return Tile<3>(t);
-    default: return Tile<4>(t);
+    case 1:
+      return Tile<1>(t);
+    case 2:
+      return Tile<2>(t);
+    case 3:
+      return Tile<3>(t);
+    default:
+      return Tile<4>(t);
   }
 }
 

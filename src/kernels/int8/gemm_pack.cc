@@ -10,11 +10,16 @@ namespace octet::gemm {
 
 TileShape TileShapeFor(Isa isa) {
   switch (isa) {
-    case Isa::kScalar: return {4, 8, true};  // the AVX2 layout, so both run the same bytes
-    case Isa::kAvx2: return {4, 8, true};
-    case Isa::kAvxVnni: return {6, 16, true};
-    case Isa::kAvx512Vnni: return {8, 32, true};
-    case Isa::kNeonDot: return {4, 16, false};
+    case Isa::kScalar:
+      return {4, 8, true};  // the AVX2 layout, so both run the same bytes
+    case Isa::kAvx2:
+      return {4, 8, true};
+    case Isa::kAvxVnni:
+      return {6, 16, true};
+    case Isa::kAvx512Vnni:
+      return {8, 32, true};
+    case Isa::kNeonDot:
+      return {4, 16, false};
   }
   Fail("internal: unknown instruction set ", static_cast<int>(isa));
 }

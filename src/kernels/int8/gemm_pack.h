@@ -23,8 +23,8 @@
 namespace octet::gemm {
 
 constexpr int kGroup = 4;
-constexpr int kMaxRows = 8;  // largest mr of any path
-constexpr int kMaxCols = 32; // largest nr of any path
+constexpr int kMaxRows = 8;   // largest mr of any path
+constexpr int kMaxCols = 32;  // largest nr of any path
 
 struct TileShape {
   int mr;           // rows per A panel (and per full micro-tile)

@@ -36,8 +36,7 @@ void RequantizeS32(const int32_t* acc, int64_t ld_acc, int64_t rows, int64_t col
       RequantizeTyped(acc, ld_acc, rows, cols, params, static_cast<int8_t*>(out), ld_out);
       return;
     default:
-      Fail("RequantizeS32: output type ", DTypeName(params.output_type),
-           " is not uint8 or int8");
+      Fail("RequantizeS32: output type ", DTypeName(params.output_type), " is not uint8 or int8");
   }
 }
 

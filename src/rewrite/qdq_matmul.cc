@@ -1,0 +1,319 @@
+#include "rewrite/qdq_matmul.h"
+
+#include <optional>
+#include <set>
+#include <sstream>
+#include <vector>
+
+#include "kernels/int8/gemm.h"
+
+namespace octet {
+
+namespace {
+
+bool IsQdqDomain(const Node& n) { return n.domain == kOnnxDomain || n.domain == kMsDomain; }
+bool IsDequantize(const Node& n) { return IsQdqDomain(n) && n.op_type == "DequantizeLinear"; }
+bool IsQuantize(const Node& n) { return IsQdqDomain(n) && n.op_type == "QuantizeLinear"; }
+bool Is8Bit(DType t) { return t == DType::kInt8 || t == DType::kUInt8; }
+
+int Input(const Node& n, size_t i) { return i < n.inputs.size() ? n.inputs[i] : -1; }
+
+const Tensor* Constant(const Graph& g, int value) {
+  return value < 0 ? nullptr : g.values[value].initializer;
+}
+
+// The dtype of a value as far as the graph says without running kernels.
+DType KnownDType(const Graph& g, int value) {
+  const Value& v = g.values[value];
+  if (v.initializer) return v.initializer->dtype();
+  if (v.dtype != DType::kUndefined) return v.dtype;
+  if (v.producer < 0) return DType::kUndefined;
+  const Node& p = g.nodes[v.producer];
+  if (IsQuantize(p) && !p.outputs.empty() && p.outputs[0] == value) {
+    if (const Tensor* zp = Constant(g, Input(p, 2))) return zp->dtype();
+    const int64_t out = p.domain == kOnnxDomain ? p.GetInt("output_dtype", 0) : 0;
+    return out ? static_cast<DType>(out) : DType::kUInt8;
+  }
+  return DType::kUndefined;
+}
+
+// Normalizes an axis against a rank; nullopt when out of range.
+std::optional<int64_t> NormalizeAxis(int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank) return std::nullopt;
+  return axis < 0 ? axis + rank : axis;
+}
+
+// A DequantizeLinear's parameters, checked for what the fused kernel folds.
+struct DqParams {
+  int data = -1, scale = -1, zero = -1;
+  DType data_type = DType::kUndefined;
+  int64_t axis = 1;  // as written; meaningful only when per_axis
+  bool per_axis = false;
+  int64_t count = 1;  // scale entries
+};
+
+// Why a DequantizeLinear cannot feed the fused node; empty when it can.
+std::string ReadDq(const Graph& g, const Node& dq, DqParams& p) {
+  p.data = Input(dq, 0);
+  p.scale = Input(dq, 1);
+  p.zero = Input(dq, 2);
+  if (p.data < 0 || p.scale < 0) return "dq_malformed";
+  if (dq.GetInt("block_size", 0) != 0) return "dq_blocked";
+  const int64_t out_type = dq.GetInt("output_dtype", 0);
+  if (out_type != 0 && out_type != static_cast<int64_t>(DType::kFloat32)) return "dq_output_dtype";
+  const Tensor* scale = Constant(g, p.scale);
+  if (!scale) return "scale_not_constant";
+  if (scale->dtype() != DType::kFloat32) return "scale_dtype";
+  p.data_type = KnownDType(g, p.data);
+  const Tensor* zero = Constant(g, p.zero);
+  if (p.zero >= 0 && !zero) return "zero_point_not_constant";
+  if (p.data_type == DType::kUndefined && zero) p.data_type = zero->dtype();
+  if (zero && zero->dtype() != p.data_type) return "zero_point_dtype";
+  if (zero && zero->numel() != scale->numel()) return "zero_point_shape";
+  p.count = scale->numel();
+  p.per_axis = p.count != 1;
+  if (p.per_axis && scale->rank() != 1) return "scale_shape";
+  p.axis = dq.GetInt("axis", 1);
+  return "";
+}
+
+struct Claim {
+  std::string why;     // non-empty: refused for this reason
+  std::string why_op;  // the operator the refusal is reported under
+  Node fused;
+  int removed_q = -1;  // the QuantizeLinear node folded in, if any
+  std::string q_note;  // a QuantizeLinear left unfused (reason), group still claimed
+};
+
+Claim Refuse(const std::string& why, const Node& at) {
+  Claim c;
+  c.why = why;
+  c.why_op = at.op_type;
+  return c;
+}
+
+// Whether the (single) consumer of the product is a QuantizeLinear the node can
+// absorb; returns its index, or -1 with note set when there is one that cannot be.
+int FoldableQuantize(const Graph& g, int product, const std::vector<std::vector<int>>& consumers,
+                     const std::set<int>& graph_outputs, std::string& note, DType& out_type) {
+  if (graph_outputs.count(product) || consumers[product].size() != 1) return -1;
+  const int q_index = consumers[product][0];
+  const Node& q = g.nodes[q_index];
+  if (!IsQuantize(q) || Input(q, 0) != product) return -1;
+  const Tensor* scale = Constant(g, Input(q, 1));
+  const Tensor* zero = Constant(g, Input(q, 2));
+  if (!scale || (Input(q, 2) >= 0 && !zero)) {
+    note = "q_param_not_constant";
+  } else if (scale->dtype() != DType::kFloat32) {
+    note = "q_scale_dtype";
+  } else if (scale->numel() != 1 || (zero && zero->numel() != 1)) {
+    note = "q_per_axis";
+  } else if (q.GetInt("block_size", 0) != 0) {
+    note = "q_blocked";
+  } else {
+    out_type = KnownDType(g, q.outputs[0]);
+    if (zero) out_type = zero->dtype();
+    if (!Is8Bit(out_type)) note = "q_output_type";
+  }
+  return note.empty() ? q_index : -1;
+}
+
+Claim TryClaim(const Graph& g, int mm_index, const std::vector<std::vector<int>>& consumers,
+               const std::set<int>& graph_outputs) {
+  const Node& mm = g.nodes[mm_index];
+  const bool is_gemm = mm.op_type == "Gemm";
+  const Node& x_dq = g.nodes[g.values[mm.inputs[0]].producer];
+  const Node& w_dq = g.nodes[g.values[mm.inputs[1]].producer];
+
+  int64_t trans_b = 0;
+  if (is_gemm) {
+    if (mm.GetInt("transA", 0) != 0) return Refuse("gemm_trans_a", mm);
+    if (mm.GetFloat("alpha", 1.f) != 1.f) return Refuse("gemm_alpha", mm);
+    if (Input(mm, 2) >= 0 && mm.GetFloat("beta", 1.f) != 1.f) return Refuse("gemm_beta", mm);
+    trans_b = mm.GetInt("transB", 0);
+  }
+
+  DqParams x, w;
+  if (std::string why = ReadDq(g, x_dq, x); !why.empty()) return Refuse(why, mm);
+  if (std::string why = ReadDq(g, w_dq, w); !why.empty()) return Refuse(why, mm);
+  if (x.data_type == DType::kUndefined) return Refuse("activation_dtype_unknown", mm);
+  if (!Is8Bit(x.data_type)) return Refuse("activation_dtype", mm);
+
+  const Tensor* weight = Constant(g, w.data);
+  if (!weight) return Refuse("weight_not_constant", mm);
+  if (!Is8Bit(weight->dtype())) return Refuse("weight_dtype", mm);
+  if (weight->rank() != 2) return Refuse("weight_rank", mm);
+  const int64_t k_axis = trans_b ? 1 : 0, n_axis = 1 - k_axis;
+  const int64_t K = weight->dim(k_axis), N = weight->dim(n_axis);
+  if (K > kGemmMaxK) return Refuse("k_too_large", mm);
+  if (w.per_axis) {
+    const auto axis = NormalizeAxis(w.axis, 2);
+    if (!axis) return Refuse("scale_axis", mm);
+    if (*axis == k_axis) return Refuse("scale_along_k", mm);
+    if (w.count != N) return Refuse("scale_shape", mm);
+  }
+
+  // The activation's scale may run along any axis but the last (K): rows of
+  // the flattened [M, K] product.
+  int64_t x_axis = -1, x_rank = 0;
+  const Value& x_value = g.values[x.data];
+  if (x_value.shape) {
+    x_rank = static_cast<int64_t>(x_value.shape->size());
+    if (is_gemm && x_rank != 2) return Refuse("activation_rank", mm);
+    const Dim& k_dim = x_value.shape->back();
+    if (x_rank == 0 || (k_dim.is_static() && *k_dim.value != K))
+      return Refuse("shape_mismatch", mm);
+  }
+  if (x.per_axis) {
+    if (!x_value.shape) return Refuse("activation_rank_unknown", mm);
+    const auto axis = NormalizeAxis(x.axis, x_rank);
+    if (!axis) return Refuse("scale_axis", mm);
+    if (*axis == x_rank - 1) return Refuse("scale_along_k", mm);
+    const Dim& d = (*x_value.shape)[*axis];
+    if (d.is_static() && *d.value != x.count) return Refuse("scale_shape", mm);
+    x_axis = *axis;
+  }
+
+  // Gemm bias: int32 DequantizeLinear whose scale is exactly x_scale * w_scale
+  // (what quantizers write), so the int32 bias adds to the accumulator.
+  int bias = -1;
+  if (is_gemm && Input(mm, 2) >= 0) {
+    const Value& c = g.values[mm.inputs[2]];
+    if (c.producer < 0 || !IsDequantize(g.nodes[c.producer]))
+      return Refuse("bias_not_quantized", mm);
+    DqParams b;
+    if (std::string why = ReadDq(g, g.nodes[c.producer], b); !why.empty())
+      return Refuse("bias_" + why, mm);
+    const Tensor* bias_data = Constant(g, b.data);
+    if (!bias_data || bias_data->dtype() != DType::kInt32) return Refuse("bias_not_int32", mm);
+    const bool bias_vector =
+        bias_data->numel() == N &&
+        (bias_data->rank() == 1 || (bias_data->rank() == 2 && bias_data->dim(0) == 1));
+    if (bias_data->numel() != 1 && !bias_vector) return Refuse("bias_shape", mm);
+    if (b.per_axis && (b.count != N || !bias_vector)) return Refuse("bias_shape", mm);
+    if (const Tensor* bz = Constant(g, b.zero)) {
+      for (int64_t i = 0; i < bz->numel(); ++i)
+        if (bz->data<int32_t>()[i] != 0) return Refuse("bias_zero_point", mm);
+    }
+    if (x.per_axis) return Refuse("bias_with_row_scale", mm);
+    const float sx = Constant(g, x.scale)->data<float>()[0];
+    const float* sw = Constant(g, w.scale)->data<float>();
+    const float* sb = Constant(g, b.scale)->data<float>();
+    for (int64_t n = 0; n < N; ++n)
+      if (sb[b.per_axis ? n : 0] != sx * sw[w.per_axis ? n : 0]) return Refuse("bias_scale", mm);
+    bias = b.data;
+  }
+
+  Claim claim;
+  DType out_type = DType::kUndefined;
+  const int product = mm.outputs[0];
+  claim.removed_q = FoldableQuantize(g, product, consumers, graph_outputs, claim.q_note, out_type);
+
+  Node& f = claim.fused;
+  f.name = (mm.name.empty() ? std::string("node") + std::to_string(mm_index) : mm.name) + "/qdq";
+  f.op_type = kFusedMatMulOp;
+  f.domain = kOctetDomain;
+  f.opset = 1;
+  f.inputs.assign(kFusedInputCount, -1);
+  f.inputs[kFusedX] = x.data;
+  f.inputs[kFusedXScale] = x.scale;
+  f.inputs[kFusedXZero] = x.zero;
+  f.inputs[kFusedW] = w.data;
+  f.inputs[kFusedWScale] = w.scale;
+  f.inputs[kFusedWZero] = w.zero;
+  f.inputs[kFusedBias] = bias;
+  auto int_attr = [&f](const char* name, int64_t value) {
+    Attribute a;
+    a.kind = Attribute::Kind::kInt;
+    a.i = value;
+    f.attributes[name] = a;
+  };
+  int_attr("x_axis", x_axis);
+  int_attr("x_rank", x_rank);
+  int_attr("trans_b", trans_b);
+  if (claim.removed_q >= 0) {
+    const Node& q = g.nodes[claim.removed_q];
+    f.inputs[kFusedYScale] = q.inputs[1];
+    f.inputs[kFusedYZero] = Input(q, 2);
+    int_attr("y_type", static_cast<int64_t>(out_type));
+    f.outputs = {q.outputs[0]};
+  } else {
+    f.outputs = {product};
+  }
+  return claim;
+}
+
+}  // namespace
+
+QdqReport FuseQdqMatMul(Graph& g) {
+  QdqReport report;
+  std::vector<std::vector<int>> consumers(g.values.size());
+  for (size_t n = 0; n < g.nodes.size(); ++n)
+    for (int in : g.nodes[n].inputs)
+      if (in >= 0) consumers[in].push_back(static_cast<int>(n));
+  const std::set<int> graph_outputs(g.outputs.begin(), g.outputs.end());
+
+  auto fed_by_dq = [&](const Node& n, size_t i) {
+    const int v = Input(n, i);
+    return v >= 0 && g.values[v].producer >= 0 && IsDequantize(g.nodes[g.values[v].producer]);
+  };
+  std::vector<bool> removed(g.nodes.size(), false);
+  std::vector<std::optional<Node>> replacement(g.nodes.size());
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    const Node& node = g.nodes[n];
+    if (node.domain != kOnnxDomain || (node.op_type != "MatMul" && node.op_type != "Gemm"))
+      continue;
+    if (!fed_by_dq(node, 0) || !fed_by_dq(node, 1)) continue;
+    ++report.groups;
+    Claim claim = TryClaim(g, static_cast<int>(n), consumers, graph_outputs);
+    if (!claim.why.empty()) {
+      ++report.refused[{claim.why, claim.why_op}];
+      continue;
+    }
+    ++report.claimed;
+    if (!claim.q_note.empty()) ++report.refused[{claim.q_note, "QuantizeLinear"}];
+    if (claim.removed_q >= 0) removed[claim.removed_q] = true;
+    replacement[n] = std::move(claim.fused);
+  }
+  if (report.claimed == 0) return report;
+
+  std::vector<Node> nodes;
+  nodes.reserve(g.nodes.size());
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    if (removed[n]) continue;
+    nodes.push_back(replacement[n] ? std::move(*replacement[n]) : std::move(g.nodes[n]));
+  }
+  // Drop DequantizeLinear nodes nothing reads any more (in reverse, so a chain
+  // of them would go too); a DQ with another consumer keeps running for it.
+  std::vector<int> uses(g.values.size(), 0);
+  for (const Node& node : nodes)
+    for (int in : node.inputs)
+      if (in >= 0) ++uses[in];
+  for (int v : g.outputs) ++uses[v];
+  std::vector<bool> drop(nodes.size(), false);
+  for (size_t i = nodes.size(); i-- > 0;) {
+    const Node& node = nodes[i];
+    if (!IsDequantize(node) || uses[node.outputs[0]] != 0) continue;
+    drop[i] = true;
+    for (int in : node.inputs)
+      if (in >= 0) --uses[in];
+  }
+  g.nodes.clear();
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (!drop[i]) g.nodes.push_back(std::move(nodes[i]));
+  for (Value& v : g.values) v.producer = -1;
+  for (size_t n = 0; n < g.nodes.size(); ++n)
+    for (int out : g.nodes[n].outputs)
+      if (out >= 0) g.values[out].producer = static_cast<int>(n);
+  return report;
+}
+
+std::string FormatQdqReport(const QdqReport& report) {
+  std::ostringstream os;
+  for (const auto& [key, count] : report.refused)
+    os << "qdq_refused why=" << key.first << " op=" << key.second << " count=" << count << "\n";
+  os << "qdq_groups=" << report.groups << " claimed=" << report.claimed << "\n";
+  return os.str();
+}
+
+}  // namespace octet
