@@ -2,7 +2,8 @@
 // with per-tensor zero points, B prepacked (as a constant weight is), A packed
 // inside the timed call. Counters: GOPS (2 x M x N x K per second), peak (the
 // fraction of `threads` x the single-core int8 peak measured at start-up by
-// bench/int8_peak.h) and, for GEMV, GB/s of weight bytes read.
+// bench/int8_peak.h) and, for GEMV, GB/s of weight bytes read. OCTET_ISA
+// selects the path (and the peak it is compared with).
 // Run: build/<dir>/gemm_bench [--benchmark_filter=...] [--benchmark_repetitions=5]
 #include <benchmark/benchmark.h>
 #include <immintrin.h>
@@ -53,8 +54,10 @@ void BM_GemmS32(benchmark::State& state) {
   const double ops = 2.0 * M * N * K;
   state.counters["GOPS"] =
       benchmark::Counter(ops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["peak"] = benchmark::Counter(ops / (PeakOpsPerCore() * threads),
-                                              benchmark::Counter::kIsIterationInvariantRate);
+  if (PeakOpsPerCore() > 0) {
+    state.counters["peak"] = benchmark::Counter(ops / (PeakOpsPerCore() * threads),
+                                                benchmark::Counter::kIsIterationInvariantRate);
+  }
   if (M == 1) {
     state.counters["weight_GBps"] =
         benchmark::Counter(K * N * 1e-9, benchmark::Counter::kIsIterationInvariantRate);

@@ -98,11 +98,12 @@ inline double MeasurePeakOps(const PeakLoop& loop, double seconds = 0.1, int rep
   return best;
 }
 
-// The single-core peak of the fastest exact int8 instruction the GEMM can use
-// here (what gemm_bench divides by); 0 when none applies.
+// The single-core peak of the instruction the active GEMM path (ActiveIsa(),
+// so OCTET_ISA applies) multiplies with: what gemm_bench divides by; 0 when
+// no loop here matches that path (scalar, Arm).
 inline double MeasureGemmPeakOps() {
   for (const PeakLoop& loop : PeakLoops()) {
-    if (IsaSupported(loop.needs) && (loop.needs == BestIsa())) return MeasurePeakOps(loop);
+    if (loop.needs == ActiveIsa()) return MeasurePeakOps(loop);
   }
   return 0;
 }

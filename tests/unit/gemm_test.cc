@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <array>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -333,6 +335,34 @@ TEST(GemmIsa, NamesAndDispatch) {
     if (!IsaSupported(isa)) {
       uint8_t b[4] = {};
       EXPECT_THROW(PackB(b, true, 2, 2, 2, isa), Error) << IsaName(isa);
+    }
+  }
+}
+
+// OCTET_ISA is read once per process, so each case runs in a fresh process
+// (the "threadsafe" death-test style re-executes the test binary).
+int ActiveIsaExitCode(const char* forced) {
+  setenv("OCTET_ISA", forced, 1);
+  try {
+    return 10 + static_cast<int>(ActiveIsa());
+  } catch (const Error& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 1;
+  }
+}
+
+TEST(GemmIsaDeathTest, OctetIsaForcesAPathOrFailsClearly) {
+  ::testing::FLAGS_gtest_death_test_style = "threadsafe";
+  EXPECT_EXIT(std::exit(ActiveIsaExitCode("scalar")), ::testing::ExitedWithCode(10), "");
+  EXPECT_EXIT(std::exit(ActiveIsaExitCode("avx512")), ::testing::ExitedWithCode(1),
+              "OCTET_ISA='avx512' is not one of scalar, avx2, avxvnni, avx512vnni, neondot");
+  for (Isa isa : {Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni, Isa::kNeonDot}) {
+    if (IsaSupported(isa)) {
+      EXPECT_EXIT(std::exit(ActiveIsaExitCode(IsaName(isa))),
+                  ::testing::ExitedWithCode(10 + static_cast<int>(isa)), "");
+    } else {
+      EXPECT_EXIT(std::exit(ActiveIsaExitCode(IsaName(isa))), ::testing::ExitedWithCode(1),
+                  std::string("OCTET_ISA=") + IsaName(isa) + ": ");
     }
   }
 }

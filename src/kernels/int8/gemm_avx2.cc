@@ -34,6 +34,8 @@ inline __m256i Load(const void* p) { return _mm256_loadu_si256(static_cast<const
 template <int R>
 void Tile(const TileArgs& t) {
   constexpr int U = R == 1 ? 4 : (R == 2 ? 2 : 1);  // accumulator sets for latency
+  // Every loop over accumulators is fully unrolled: GCC 12 otherwise keeps the
+  // array in memory and copies it between registers on every group.
   __m256i lo[U][R], hi[U][R];
 #pragma GCC unroll 8
   for (int u = 0; u < U; ++u)
@@ -58,7 +60,9 @@ void Tile(const TileArgs& t) {
     a += U * R * kGroup;
     b += U * kCols * kGroup;
   }
-  for (; g < t.k_groups; ++g) {
+  // Leftover groups. With U == 1 the loop above took them all, and compiling this
+  // loop anyway makes GCC shuffle the accumulators between registers.
+  for (; U > 1 && g < t.k_groups; ++g) {
     const __m256i b_lo = WidenB(b), b_hi = WidenB(b + 16);
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {

@@ -26,6 +26,8 @@ void Tile(const TileArgs& t) {
   // Few rows leave too few independent vpdpbusd chains to cover its latency,
   // so consecutive groups go to separate accumulator sets, summed at the end.
   constexpr int U = R == 1 ? 4 : (R == 2 ? 2 : 1);
+  // Every loop over accumulators is fully unrolled: GCC 12 otherwise keeps the
+  // array in memory and copies it between registers on every group.
   __m512i acc[U][R][kVecs];
 #pragma GCC unroll 8
   for (int u = 0; u < U; ++u)
@@ -53,7 +55,9 @@ void Tile(const TileArgs& t) {
     a += U * R * kGroup;
     b += U * kCols * kGroup;
   }
-  for (; U > 1 && g < t.k_groups; ++g) {  // leftover groups (U > 1 only)
+  // Leftover groups. With U == 1 the loop above took them all, and compiling this
+  // loop anyway makes GCC shuffle the accumulators between registers.
+  for (; U > 1 && g < t.k_groups; ++g) {
     __m512i bv[kVecs];
 #pragma GCC unroll 8
     for (int v = 0; v < kVecs; ++v) bv[v] = _mm512_loadu_si512(b + v * 16 * kGroup);

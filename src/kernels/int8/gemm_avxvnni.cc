@@ -26,6 +26,8 @@ template <int R>
 void Tile(const TileArgs& t) {
   // Few rows: separate accumulator sets for consecutive groups hide latency.
   constexpr int U = R == 1 ? 4 : (R == 2 ? 2 : 1);
+  // Every loop over accumulators is fully unrolled: GCC 12 otherwise keeps the
+  // array in memory and copies it between registers on every group.
   __m256i acc[U][R][kVecs];
 #pragma GCC unroll 8
   for (int u = 0; u < U; ++u)
@@ -54,7 +56,9 @@ void Tile(const TileArgs& t) {
     a += U * R * kGroup;
     b += U * kCols * kGroup;
   }
-  for (; U > 1 && g < t.k_groups; ++g) {  // leftover groups (U > 1 only)
+  // Leftover groups. With U == 1 the loop above took them all, and compiling this
+  // loop anyway makes GCC shuffle the accumulators between registers.
+  for (; U > 1 && g < t.k_groups; ++g) {
     __m256i bv[kVecs];
 #pragma GCC unroll 8
     for (int v = 0; v < kVecs; ++v) bv[v] = Load(b + v * 8 * kGroup);

@@ -34,8 +34,8 @@ struct TileShape {
 TileShape TileShapeFor(Isa isa);
 
 // Packs A rows [row_begin, row_end) (row_begin a multiple of mr) into the
-// panel layout above at dst (the start of the whole packed A), stores each
-// row's sum of packed values in row_sums[m], and returns nothing else.
+// panel layout above at dst (the start of the whole packed A) and stores each
+// row's sum of packed values (over the K real columns) in row_sums[m].
 void PackA(const Int8Operand& A, int64_t row_begin, int64_t row_end, int64_t K, const TileShape& s,
            uint8_t* dst, int32_t* row_sums);
 
