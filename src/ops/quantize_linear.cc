@@ -108,19 +108,28 @@ struct ScaleLayout {
   int64_t outer_step = 0, block_step = 0, inner_step = 0;
 };
 
+// A scalar or a 1-D tensor of one element: both mean per-tensor.
+bool IsScalarOrOneElementVector(const Tensor& t) { return t.shape().size() <= 1 && t.numel() == 1; }
+
 ScaleLayout ResolveScaleLayout(const Node& node, const QdqVersion& v, const Shape& x_shape,
                                const Tensor& scale, const Tensor* zero_point,
                                const char* scale_name, const char* zero_point_name) {
-  if (zero_point != nullptr)
-    OCTET_CHECK(zero_point->shape() == scale.shape(), node.Describe(), ": ", zero_point_name,
-                " has shape ", ShapeToString(zero_point->shape()), " but ", scale_name,
-                " has shape ", ShapeToString(scale.shape()), "; they must be equal");
   const int64_t block_size = v.has_block_size ? node.GetInt("block_size", 0) : 0;
   OCTET_CHECK(block_size >= 0, node.Describe(), ": block_size ", block_size,
               " must not be negative");
+  const bool per_tensor = block_size == 0 && IsScalarOrOneElementVector(scale);
+  // The spec wants equal shapes; ONNX Runtime (and ONNX's own backend tests) also
+  // pair a scalar with a [1] tensor when both are per-tensor.
+  if (zero_point != nullptr)
+    OCTET_CHECK(zero_point->shape() == scale.shape() ||
+                    (per_tensor && IsScalarOrOneElementVector(*zero_point)),
+                node.Describe(), ": ", zero_point_name, " has shape ",
+                ShapeToString(zero_point->shape()), " but ", scale_name, " has shape ",
+                ShapeToString(scale.shape()),
+                "; they must be equal (or both a scalar or a 1-element 1-D tensor)");
   const Shape& s_shape = scale.shape();
   ScaleLayout l;
-  if (block_size == 0 && s_shape.size() <= 1 && scale.numel() == 1) {  // per tensor
+  if (per_tensor) {
     l.axis_dim = NumElements(x_shape);
     return l;
   }

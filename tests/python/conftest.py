@@ -25,15 +25,17 @@ def pytest_runtest_logreport(report):
             param = report.nodeid.split(function, 1)[1][:-1]
             reason = report.longrepr[2].removeprefix("Skipped: ") if report.skipped and \
                 isinstance(report.longrepr, tuple) else ""
-            _outcomes[tier].append((param, report.outcome, reason))
+            refused = dict(report.user_properties).get("oracle_status") == "refused"
+            _outcomes[tier].append((param, "refused" if refused else report.outcome, reason))
 
 
 def pytest_terminal_summary(terminalreporter):
     for tier, results in _outcomes.items():
         counts = Counter(outcome for _, outcome, _ in results)
         terminalreporter.section(tier)
-        terminalreporter.line(f"{counts['passed']} passed, {counts['failed']} failed, "
-                              f"{counts['skipped']} skipped of {len(results)}")
+        terminalreporter.line(f"{counts['passed']} passed, {counts['refused']} refused (by design), "
+                              f"{counts['failed']} failed, {counts['skipped']} skipped "
+                              f"of {len(results)}")
         if tier == "ONNX Runtime oracle":
             by_op = defaultdict(Counter)
             for param, outcome, _ in results:
@@ -41,6 +43,7 @@ def pytest_terminal_summary(terminalreporter):
             for op in sorted(by_op):
                 row = by_op[op]
                 terminalreporter.line(f"  {op:34s} {row['passed']:5d} passed "
+                                      f"{row['refused']:5d} refused (by design) "
                                       f"{row['failed']:5d} failed {row['skipped']:5d} skipped")
         for param, outcome, reason in results:
             if outcome == "skipped":

@@ -363,6 +363,36 @@ TEST(QuantizeLinear, Float8SaturateTable) {
   EXPECT_EQ(y.data<uint8_t>()[0], 0x44);  // 3.0 = 1.5 * 2^1: exponent field 8, mantissa 4
 }
 
+TEST(QuantizeLinear, Float8WithoutSaturationRoundsBeforeTheOverflowCheck) {
+  // ONNX spec (Cast / QuantizeLinear, saturate=0): [x] is x rounded to the
+  // target's mantissa width (to nearest even); [x] > FLT_MAX gives NaN for
+  // E4M3FN and inf for E5M2. ORT 1.31.1 differs on E4M3FN [480, 496) (gives
+  // 448) and E5M2 [61440, 65536) (gives NaN); octet follows the spec, as does
+  // onnx.reference.ReferenceEvaluator.
+  struct Expect {
+    DType t;
+    float x;
+    int bits;
+  };
+  const Expect cases[] = {
+      {DType::kFloat8E4M3FN, 464.0f, 0x7E},   // tie between 448 and 480: even is 448
+      {DType::kFloat8E4M3FN, 465.0f, 0x7F},   // [x] = 480 > 448
+      {DType::kFloat8E4M3FN, 480.0f, 0x7F},   // ORT 1.31.1: 0x7E
+      {DType::kFloat8E4M3FN, 495.5f, 0x7F},   // ORT 1.31.1: 0x7E
+      {DType::kFloat8E4M3FN, -488.0f, 0xFF},  // ORT 1.31.1: 0xFE
+      {DType::kFloat8E4M3FN, 496.0f, 0x7F},  {DType::kFloat8E5M2, 61439.996f, 0x7B},  // [x] = 57344
+      {DType::kFloat8E5M2, 61440.0f, 0x7C},   // tie between 57344 and 65536: even is inf
+      {DType::kFloat8E5M2, 65535.0f, 0x7C},   // ORT 1.31.1: 0x7F (NaN)
+      {DType::kFloat8E5M2, -62000.0f, 0xFC},  // ORT 1.31.1: 0xFF
+      {DType::kFloat8E5M2, 65536.0f, 0x7C},
+  };
+  for (const Expect& c : cases) {
+    Tensor y = RunOp({.attributes = Attrs({{"saturate", 0}})},
+                     {MakeTensor<float>({1}, {c.x}), Scalar(1.0f), Typed(c.t, {}, {0})})[0];
+    EXPECT_EQ(y.data<uint8_t>()[0], c.bits) << DTypeName(c.t) << " x " << c.x;
+  }
+}
+
 TEST(DequantizeLinear, PerTensorPerAxisBlocked) {
   std::mt19937 rng(5);
   std::uniform_int_distribution<int> byte(-128, 127);
@@ -559,6 +589,27 @@ TEST(QuantizeOps, ThreadCountDoesNotChangeResults) {
   ASSERT_EQ(std::memcmp(serial.raw(), parallel.raw(), serial.nbytes()), 0);
 }
 
+TEST(QuantizeOps, ScalarScaleWithOneElementZeroPointAndTheReverse) {
+  // ORT 1.31.1 and ONNX's backend tests (e.g. test_quantizelinear_e4m3fn) pair a
+  // scalar with a [1] tensor; both are per-tensor.
+  const std::vector<float> x = {-3.0f, 0.25f, 1.75f, 40.0f, -41.5f, 7.0f};
+  const float s = 0.5f;
+  const int zp = -5;
+  for (const auto& [scale_shape, zp_shape] :
+       {std::pair{Shape{}, Shape{1}}, std::pair{Shape{1}, Shape{}}}) {
+    Tensor q = RunOp({}, {MakeTensor<float>({2, 3}, x), MakeTensor<float>(scale_shape, {s}),
+                          Typed(DType::kInt8, zp_shape, {zp})})[0];
+    for (int i = 0; i < 6; ++i)
+      EXPECT_EQ(IntAt(q, i), ExpectedQuantize(x[i], s, zp, RangeOf(DType::kInt8))) << x[i];
+    const std::vector<int> codes = {-128, -5, 0, 127, 3, -77};
+    Tensor d = RunOp({.op = "DequantizeLinear"},
+                     {Typed(DType::kInt8, {2, 3}, codes), MakeTensor<float>(scale_shape, {s}),
+                      Typed(DType::kInt8, zp_shape, {zp})})[0];
+    for (int i = 0; i < 6; ++i)
+      EXPECT_EQ(d.data<float>()[i], static_cast<float>((codes[i] - zp) * 0.5)) << codes[i];
+  }
+}
+
 void ExpectError(const OpCall& call, const std::vector<std::optional<Tensor>>& inputs,
                  const std::string& fragment) {
   try {
@@ -573,6 +624,16 @@ void ExpectError(const OpCall& call, const std::vector<std::optional<Tensor>>& i
 TEST(QuantizeOps, ErrorsNameTheNodeAndTheProblem) {
   const Tensor x = MakeTensor<float>({2, 4}, std::vector<float>(8, 1.0f));
   ExpectError({}, {x, MakeTensor<float>({4}, {1, 1, 1, 1}), Typed(DType::kUInt8, {2}, {0, 0})},
+              "must be equal");
+  // One element each, but not both per-tensor: still refused.
+  ExpectError({}, {x, MakeTensor<float>({1, 1}, {1}), Typed(DType::kUInt8, {}, {0})},
+              "must be equal");
+  ExpectError({}, {x, Scalar(1.0f), Typed(DType::kUInt8, {1, 1}, {0})}, "must be equal");
+  ExpectError(
+      {.attributes = Attrs({{"axis", 0}, {"block_size", 1}})},
+      {MakeTensor<float>({1}, {1.0f}), MakeTensor<float>({1}, {1}), Typed(DType::kUInt8, {}, {0})},
+      "must be equal");
+  ExpectError({}, {x, MakeTensor<float>({4}, {1, 1, 1, 1}), Typed(DType::kUInt8, {1}, {0})},
               "must be equal");
   ExpectError({}, {x, MakeTensor<float>({3}, {1, 1, 1}), std::nullopt}, "expected a scalar or [4]");
   ExpectError({.attributes = Attrs({{"axis", 2}})},

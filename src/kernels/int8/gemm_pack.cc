@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <cstring>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "core/error.h"
 #include "kernels/int8/gemm.h"
 
@@ -24,6 +28,48 @@ TileShape TileShapeFor(Isa isa) {
   Fail("internal: unknown instruction set ", static_cast<int>(isa));
 }
 
+#if defined(__SSE2__)
+// The common x86 case, 16 k at a time: rows (a multiple of 4) x 16 bytes are
+// loaded, flipped, summed (psadbw) and transposed in 4 x 4 blocks of 32-bit
+// groups, so each store writes 4 rows of one group. Covers groups [0, groups)
+// (a multiple of 4); adds the sums of the packed (unsigned) values to row_sums.
+namespace {
+int64_t PackRowsBy4Sse2(const Int8Operand& A, int64_t p0, int64_t rows, int64_t groups,
+                        uint32_t mask, uint8_t* panel, int32_t* row_sums) {
+  const __m128i flip = _mm_set1_epi32(static_cast<int>(mask)), zero = _mm_setzero_si128();
+  const int64_t step = rows * kGroup;
+  for (int64_t r0 = 0; r0 < rows; r0 += 4) {
+    const uint8_t* src[4];
+    __m128i sums[4];
+    for (int i = 0; i < 4; ++i) {
+      src[i] = static_cast<const uint8_t*>(A.data) + (p0 + r0 + i) * A.ld;
+      sums[i] = zero;
+    }
+    uint8_t* out = panel + r0 * kGroup;
+    for (int64_t g = 0; g < groups; g += 4) {
+      __m128i x[4];
+      for (int i = 0; i < 4; ++i) {
+        x[i] = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src[i] + g * kGroup)),
+                             flip);
+        sums[i] = _mm_add_epi64(sums[i], _mm_sad_epu8(x[i], zero));
+      }
+      const __m128i t0 = _mm_unpacklo_epi32(x[0], x[1]), t1 = _mm_unpacklo_epi32(x[2], x[3]);
+      const __m128i t2 = _mm_unpackhi_epi32(x[0], x[1]), t3 = _mm_unpackhi_epi32(x[2], x[3]);
+      const __m128i column[4] = {_mm_unpacklo_epi64(t0, t1), _mm_unpackhi_epi64(t0, t1),
+                                 _mm_unpacklo_epi64(t2, t3), _mm_unpackhi_epi64(t2, t3)};
+      for (int i = 0; i < 4; ++i)
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + (g + i) * step), column[i]);
+    }
+    for (int i = 0; i < 4; ++i) {
+      row_sums[p0 + r0 + i] +=
+          _mm_cvtsi128_si32(sums[i]) + _mm_cvtsi128_si32(_mm_unpackhi_epi64(sums[i], sums[i]));
+    }
+  }
+  return groups;
+}
+}  // namespace
+#endif
+
 void PackA(const Int8Operand& A, int64_t row_begin, int64_t row_end, int64_t K, const TileShape& s,
            uint8_t* dst, int32_t* row_sums) {
   const int64_t k_groups = (K + kGroup - 1) / kGroup, full_groups = K / kGroup;
@@ -34,11 +80,18 @@ void PackA(const Int8Operand& A, int64_t row_begin, int64_t row_end, int64_t K, 
   for (int64_t p0 = row_begin; p0 < row_end; p0 += s.mr) {
     const int64_t rows = std::min<int64_t>(s.mr, row_end - p0);
     uint8_t* panel = dst + p0 * k_groups * kGroup;
+    int64_t done_groups = 0;  // packed (and summed) by the vector path
+    for (int64_t r = 0; r < rows; ++r) row_sums[p0 + r] = 0;
+#if defined(__SSE2__)
+    if (rows % 4 == 0 && s.a_unsigned) {
+      done_groups = PackRowsBy4Sse2(A, p0, rows, full_groups & ~int64_t{3}, mask, panel, row_sums);
+    }
+#endif
     for (int64_t r = 0; r < rows; ++r) {
       const uint8_t* src = static_cast<const uint8_t*>(A.data) + (p0 + r) * A.ld;
       uint8_t* out = panel + r * kGroup;
       const int64_t step = rows * kGroup;
-      for (int64_t g = 0; g < full_groups; ++g) {
+      for (int64_t g = done_groups; g < full_groups; ++g) {
         uint32_t v;
         std::memcpy(&v, src + g * kGroup, kGroup);
         v ^= mask;
@@ -50,13 +103,13 @@ void PackA(const Int8Operand& A, int64_t row_begin, int64_t row_end, int64_t K, 
           tail[k - full_groups * kGroup] = src[k] ^ static_cast<uint8_t>(mask);
         std::memcpy(out + full_groups * step, tail, kGroup);
       }
-      int32_t sum = 0;  // |sum| <= K * 128 fits easily for K <= kGemmMaxK
+      int32_t sum = 0;  // of the raw values not summed above; |sum| <= K * 128
       if (A.is_signed) {
-        for (int64_t k = 0; k < K; ++k) sum += static_cast<int8_t>(src[k]);
+        for (int64_t k = done_groups * kGroup; k < K; ++k) sum += static_cast<int8_t>(src[k]);
       } else {
-        for (int64_t k = 0; k < K; ++k) sum += src[k];
+        for (int64_t k = done_groups * kGroup; k < K; ++k) sum += src[k];
       }
-      row_sums[p0 + r] = sum + shift * static_cast<int32_t>(K);
+      row_sums[p0 + r] += sum + shift * static_cast<int32_t>(K - done_groups * kGroup);
     }
   }
 }
