@@ -33,7 +33,10 @@ std::string DimToString(const Dim& d) {
 
 std::string DeclaredShape(const std::vector<Dim>& dims) {
   std::string s = "[";
-  for (size_t i = 0; i < dims.size(); ++i) s += (i ? "," : "") + DimToString(dims[i]);
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (i) s += ",";
+    s += DimToString(dims[i]);
+  }
   return s + "]";
 }
 
