@@ -1,5 +1,6 @@
 // Float32 operators that whole quantized models need around their integer
 // parts: MatMul, Add, Sub, Mul, Div, Relu (ONNX semantics, numpy broadcasting).
+// Add/Sub/Mul/Div also take int32/int64 for exported shape arithmetic.
 #include <algorithm>
 
 #include "kernels/float/broadcast.h"
@@ -101,10 +102,48 @@ class BinaryKernel : public OpKernel {
     std::optional<Shape> shape = BroadcastShapes(a.shape(), b.shape());
     OCTET_CHECK(shape.has_value(), ctx.node().Describe(), ": shapes ", ShapeToString(a.shape()),
                 " and ", ShapeToString(b.shape()), " do not broadcast");
-    BinaryFloat32(op_, a, b, ctx.AllocateOutput(0, DType::kFloat32, *shape));
+    Tensor& out = ctx.AllocateOutput(0, a.dtype(), *shape);
+    switch (a.dtype()) {
+      case DType::kInt32:
+        return BinaryInteger<int32_t>(a, b, out, ctx.node());
+      case DType::kInt64:
+        return BinaryInteger<int64_t>(a, b, out, ctx.node());
+      default:
+        return BinaryFloat32(op_, a, b, out);
+    }
   }
 
  private:
+  // Shape arithmetic of exported graphs (int64, sometimes int32). Wraps on
+  // overflow like ONNX Runtime; Div truncates toward zero and refuses zero.
+  template <typename T>
+  void BinaryInteger(const Tensor& a, const Tensor& b, Tensor& out, const Node& node) const {
+    const T* pa = static_cast<const T*>(a.raw());
+    const T* pb = static_cast<const T*>(b.raw());
+    T* po = static_cast<T*>(out.raw());
+    using U = std::make_unsigned_t<T>;
+    const BinaryOp op = op_;
+    ForEachBroadcast<2>(out.shape(), {&a.shape(), &b.shape()},
+                        [&](int64_t i, const std::array<int64_t, 2>& off) {
+                          const T x = pa[off[0]], y = pb[off[1]];
+                          switch (op) {
+                            case BinaryOp::kAdd:
+                              po[i] = static_cast<T>(U(x) + U(y));
+                              break;
+                            case BinaryOp::kSub:
+                              po[i] = static_cast<T>(U(x) - U(y));
+                              break;
+                            case BinaryOp::kMul:
+                              po[i] = static_cast<T>(U(x) * U(y));
+                              break;
+                            case BinaryOp::kDiv:
+                              OCTET_CHECK(y != 0, node.Describe(), ": integer division by zero");
+                              po[i] = (y == -1) ? static_cast<T>(U(0) - U(x)) : x / y;
+                              break;
+                          }
+                        });
+  }
+
   BinaryOp op_;
 };
 
@@ -132,7 +171,13 @@ void RegisterFloatOps(KernelRegistry& r) {
                                                          {"Mul", BinaryOp::kMul},
                                                          {"Div", BinaryOp::kDiv}};
   for (const auto& [name, op] : binary_ops)
-    r.Register({kOnnxDomain, name, 7, 1 << 30, AllFloat32, Float32Output, Make<BinaryKernel>(op)});
+    r.Register({kOnnxDomain, name, 7, 1 << 30,
+                [](const Node&, const std::vector<DType>& t) {
+                  return t.size() == 2 && t[0] == t[1] &&
+                         OneOf(t[0], {DType::kFloat32, DType::kInt32, DType::kInt64});
+                },
+                [](const Node&, const std::vector<DType>& t) { return std::vector<DType>{t[0]}; },
+                Make<BinaryKernel>(op)});
   r.Register({kOnnxDomain, "Relu", 6, 1 << 30, AllFloat32, Float32Output, Make<ReluKernel>()});
 }
 

@@ -98,6 +98,14 @@ class FusedQdqMatMulKernel : public OpKernel {
         y_type_ = yz->dtype();
         y_zero_ = ReadZeroPoints(node, *yz, y_type_, "y_zero_point")[0];
       }
+      // An absorbed Relu / Clip (rewrite/qdq_activation.h): an integer clamp.
+      const int64_t type_min = y_type_ == DType::kInt8 ? -128 : 0;
+      y_min_ = node.GetInt("y_min", type_min);
+      y_max_ = node.GetInt("y_max", type_min + 255);
+      OCTET_CHECK(type_min <= y_min_ && y_min_ <= y_max_ && y_max_ <= type_min + 255,
+                  node.Describe(), ": y_min/y_max [", y_min_, ", ", y_max_, "] outside ",
+                  DTypeName(y_type_));
+      clamped_ = y_min_ != type_min || y_max_ != type_min + 255;
     }
     mult_per_column_ = w_scale.size() > 1;
     const size_t row = w_scale.size();
@@ -169,6 +177,7 @@ class FusedQdqMatMulKernel : public OpKernel {
             RequantizeS32(acc.data() + r * n_, n_, 1, n_, p, out + r * n_, n_);
           }
         }
+        if (clamped_) ClampBlock(out, rows * n_);
       } else {
         // MatMulIntegerToFloat / QGemm float output: float(acc + bias) * (x_scale * w_scale).
         float* out = y.data<float>() + r0 * n_;
@@ -186,6 +195,17 @@ class FusedQdqMatMulKernel : public OpKernel {
   }
 
  private:
+  void ClampBlock(uint8_t* out, int64_t count) const {
+    if (y_type_ == DType::kInt8) {
+      auto* v = reinterpret_cast<int8_t*>(out);
+      for (int64_t i = 0; i < count; ++i)
+        v[i] = static_cast<int8_t>(std::clamp<int64_t>(v[i], y_min_, y_max_));
+    } else {
+      for (int64_t i = 0; i < count; ++i)
+        out[i] = static_cast<uint8_t>(std::clamp<int64_t>(out[i], y_min_, y_max_));
+    }
+  }
+
   DType x_type_ = DType::kUndefined;
   int64_t x_axis_ = -1, x_rank_ = 0, x_scale_count_ = 1;
   int64_t k_ = 0, n_ = 0;
@@ -194,6 +214,8 @@ class FusedQdqMatMulKernel : public OpKernel {
   bool quantized_ = false;
   DType y_type_ = DType::kUInt8;
   int32_t y_zero_ = 0;
+  int64_t y_min_ = 0, y_max_ = 0;
+  bool clamped_ = false;
   bool mult_per_column_ = false;
   std::vector<float> multipliers_;  // x scales x (1 or N)
 };

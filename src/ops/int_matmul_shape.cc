@@ -1,8 +1,11 @@
 #include "ops/int_matmul_shape.h"
 
+#include <algorithm>
 #include <optional>
 
 #include "kernels/float/broadcast.h"
+#include "ops/int_params.h"
+#include "runtime/thread_pool.h"
 
 namespace octet {
 
@@ -78,6 +81,153 @@ ParamLayout ColumnParamLayout(const Node& node, const Tensor& param, const Shape
   Fail(node.Describe(), ": ", name, " has shape ", ShapeToString(param.shape()),
        "; for B of shape ", ShapeToString(b),
        " it must hold one value, [N] (2-D B) or B's shape with the second-to-last dim 1");
+}
+
+}  // namespace octet
+
+namespace octet {
+
+namespace {
+
+// K rows per packed chunk: a multiple of the GEMM's k group, within its exact range.
+constexpr int64_t kKChunk = kGemmMaxK / 4 * 4;
+// int32 values of scratch per row block (512 KiB); at least kMinBlockRows rows.
+constexpr int64_t kScratchValues = 128 * 1024;
+constexpr int64_t kMinBlockRows = 128;
+
+void RunParallel(ThreadPool* pool, int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
+  if (pool != nullptr) {
+    pool->ParallelFor(n, fn);
+  } else if (n > 0) {
+    fn(0, n);
+  }
+}
+
+}  // namespace
+
+PackedMatMulB PackMatMulB(const Tensor& b) {
+  PackedMatMulB packed;
+  packed.k = b.rank() == 1 ? b.dim(0) : b.dim(b.rank() - 2);
+  packed.n = b.rank() == 1 ? 1 : b.dim(b.rank() - 1);
+  packed.is_signed = b.dtype() == DType::kInt8;
+  const int64_t matrix_size = packed.k * packed.n;
+  const int64_t count = matrix_size == 0 ? NumElements(Shape(b.shape().begin(),
+                                                             b.shape().end() - std::min<size_t>(2, b.rank())))
+                                         : b.numel() / matrix_size;
+  const auto* bytes = static_cast<const uint8_t*>(b.raw());
+  packed.matrices.resize(count);
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t k0 = 0;
+    do {
+      const int64_t rows = std::min(kKChunk, packed.k - k0);
+      packed.matrices[i].push_back(PackB(bytes + i * matrix_size + k0 * packed.n, packed.is_signed,
+                                         rows, packed.n, packed.n));
+      k0 += rows;
+    } while (k0 < packed.k);
+  }
+  return packed;
+}
+
+void RunIntMatMul(const MatMulShape& s, const Tensor& a, const MatMulZeroPoints& a_zero,
+                  const PackedMatMulB& b, const MatMulZeroPoints& b_zero, ThreadPool* pool,
+                  int32_t* out, const MatMulBlockFn& epilogue) {
+  if (s.batch_count() == 0 || s.m == 0 || s.n == 0) return;
+  const bool a_signed = a.dtype() == DType::kInt8;
+  const auto* a_bytes = static_cast<const uint8_t*>(a.raw());
+  const int64_t block_rows =
+      std::min(s.m, std::max(kMinBlockRows, kScratchValues / s.n / kMinBlockRows * kMinBlockRows));
+  const size_t chunks = b.matrices.empty() ? 0 : b.matrices[0].size();
+  // Per calling thread and kept between runs: the block's product and, with
+  // several K chunks, one chunk's product.
+  thread_local std::vector<int32_t> scratch, chunk_scratch;
+  if (out == nullptr) scratch.resize(static_cast<size_t>(block_rows * s.n));
+  if (chunks > 1) chunk_scratch.resize(static_cast<size_t>(block_rows * s.n));
+
+  for (int64_t entry = 0; entry < s.batch_count(); ++entry) {
+    const std::vector<PackedB>& b_chunks = b.matrices[s.b_matrix[entry]];
+    const int64_t a_matrix = s.a_matrix[entry];
+    const int32_t* b_zero_values =
+        b_zero.values ? b_zero.values + b_zero.layout.MatrixOffset(s.b_matrix[entry]) : nullptr;
+    for (int64_t row0 = 0; row0 < s.m; row0 += block_rows) {
+      const int64_t rows = std::min(block_rows, s.m - row0);
+      int32_t* acc = out ? out + (entry * s.m + row0) * s.n : scratch.data();
+      const int32_t* a_zero_values =
+          a_zero.values ? a_zero.values + a_zero.layout.MatrixOffset(a_matrix) +
+                              (a_zero.layout.per_vector() ? row0 : 0)
+                        : nullptr;
+      int64_t k0 = 0;
+      for (size_t chunk = 0; chunk < b_chunks.size(); ++chunk) {
+        const PackedB& packed = b_chunks[chunk];
+        const Int8Operand a_block{a_bytes + (a_matrix * s.m + row0) * s.k + k0, a_signed, s.k};
+        int32_t* target = chunk == 0 ? acc : chunk_scratch.data();
+        GemmS32(rows, a_block, a_zero_values, a_zero.layout.per_vector(), packed, b_zero_values,
+                b_zero.layout.per_vector(), target, s.n, pool);
+        if (chunk > 0) {
+          // Wrapping int32 sum of the chunks, as ONNX Runtime's int32 accumulation.
+          for (int64_t i = 0; i < rows * s.n; ++i)
+            acc[i] = static_cast<int32_t>(static_cast<uint32_t>(acc[i]) +
+                                          static_cast<uint32_t>(target[i]));
+        }
+        k0 += packed.K;
+      }
+      if (out == nullptr) {
+        RunParallel(pool, rows, [&](int64_t r0, int64_t r1) {
+          epilogue(entry, row0 + r0, r1 - r0, acc + r0 * s.n);
+        });
+      }
+    }
+  }
+}
+
+void CheckInt8Operand(const Node& node, const Tensor& t, const char* name) {
+  OCTET_CHECK(IsInt8Type(t.dtype()), node.Describe(), ": input ", name, " has dtype ",
+              DTypeName(t.dtype()), "; expected uint8 or int8");
+}
+
+namespace {
+
+const Tensor* ConstantInput(const KernelInit& init, size_t i) {
+  return i < init.constant_inputs.size() ? init.constant_inputs[i] : nullptr;
+}
+
+}  // namespace
+
+MatMulBInput::MatMulBInput(const KernelInit& init, size_t index) {
+  if (const Tensor* b = ConstantInput(init, index)) {
+    CheckInt8Operand(init.node, *b, "B");
+    OCTET_CHECK(b->rank() >= 1, init.node.Describe(), ": input B must have rank >= 1, got ",
+                ShapeToString(b->shape()));
+    constant_ = PackMatMulB(*b);
+  }
+}
+
+const PackedMatMulB& MatMulBInput::Get(const Node& node, const Tensor& b,
+                                       PackedMatMulB& storage) const {
+  if (constant_) return *constant_;
+  CheckInt8Operand(node, b, "B");
+  storage = PackMatMulB(b);
+  return storage;
+}
+
+ZeroPointInput::ZeroPointInput(const KernelInit& init, size_t index, size_t operand_index,
+                               const char* name)
+    : index_(index), name_(name) {
+  const Tensor* zero = ConstantInput(init, index);
+  if (zero && operand_index < init.input_types.size())
+    constant_ = ReadZeroPoints(init.node, *zero, init.input_types[operand_index], name);
+}
+
+MatMulZeroPoints ZeroPointInput::Get(const KernelContext& ctx, const Tensor& operand, bool is_a,
+                                     std::vector<int32_t>& storage) const {
+  if (!ctx.has_input(index_)) return {};
+  const Tensor& zero = ctx.input(index_);
+  const Node& node = ctx.node();
+  MatMulZeroPoints z;
+  z.layout = is_a ? RowParamLayout(node, zero, operand.shape(), name_)
+                  : ColumnParamLayout(node, zero, operand.shape(), name_);
+  if (!constant_) storage = ReadZeroPoints(node, zero, operand.dtype(), name_);
+  z.values = constant_ ? constant_->data() : storage.data();
+  return z;
 }
 
 }  // namespace octet

@@ -1,12 +1,19 @@
-// Numpy-matmul shapes for the integer matmul operators, and how per-row (A) or
-// per-column (B) quantization parameters line up with the operand matrices.
+// Numpy-matmul shapes for the integer matmul operators, how per-row (A) or
+// per-column (B) quantization parameters line up with the operand matrices,
+// and the batched integer product on the fast int8 GEMM (kernels/int8/gemm.h)
+// that MatMulInteger, QLinearMatMul, MatMulIntegerToFloat and
+// DynamicQuantizeMatMul share.
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <vector>
 
 #include "core/tensor.h"
 #include "graph/graph.h"
+#include "kernels/int8/gemm.h"
+#include "ops/registry.h"
 
 namespace octet {
 
@@ -39,5 +46,68 @@ ParamLayout RowParamLayout(const Node& node, const Tensor& param, const Shape& a
 // B's shape with the second-to-last dim 1 ([..., 1, N]).
 ParamLayout ColumnParamLayout(const Node& node, const Tensor& param, const Shape& b,
                               const char* name);
+
+// Every K x N matrix of a B operand ([..., K, N], or [K] as K x 1) packed for
+// the int8 GEMM once: K is cut into chunks of at most kGemmMaxK rows (the
+// GEMM's exactness limit), whose int32 results are added with wrap-around,
+// as ONNX Runtime's int32 accumulation wraps.
+struct PackedMatMulB {
+  int64_t k = 0, n = 0;
+  bool is_signed = false;
+  std::vector<std::vector<PackedB>> matrices;  // [matrix][k chunk]
+};
+PackedMatMulB PackMatMulB(const Tensor& b);
+
+// Zero points of one operand as int32 values with their layout (null = 0).
+struct MatMulZeroPoints {
+  const int32_t* values = nullptr;
+  ParamLayout layout;
+};
+
+// Receives the int32 product of rows [row0, row0 + rows) of batch entry
+// `entry`: acc is rows x n, leading dimension n.
+using MatMulBlockFn =
+    std::function<void(int64_t entry, int64_t row0, int64_t rows, const int32_t* acc)>;
+
+// acc[entry, m, n] = sum_k (A - zA)(B - zB) for every batch entry of `s`, in
+// blocks of rows so the int32 scratch stays small; each block goes to
+// `epilogue`, which runs split over rows on the pool. When `out` is non-null
+// the product is written there instead ([batch, m, n] int32) and `epilogue`
+// is not called. The bytes never depend on the pool's thread count.
+void RunIntMatMul(const MatMulShape& s, const Tensor& a, const MatMulZeroPoints& a_zero,
+                  const PackedMatMulB& b, const MatMulZeroPoints& b_zero, ThreadPool* pool,
+                  int32_t* out, const MatMulBlockFn& epilogue);
+
+// Fails unless t is uint8 or int8 ("input <name> has dtype ...").
+void CheckInt8Operand(const Node& node, const Tensor& t, const char* name);
+
+// A B input of an integer matmul kernel: packed at kernel creation when it is
+// a constant initializer, else per run.
+class MatMulBInput {
+ public:
+  MatMulBInput(const KernelInit& init, size_t index);
+  // The packed B of this run; `storage` holds it when B is not a constant.
+  const PackedMatMulB& Get(const Node& node, const Tensor& b, PackedMatMulB& storage) const;
+
+ private:
+  std::optional<PackedMatMulB> constant_;
+};
+
+// A zero point input (per tensor, per row of A or per column of B), read once
+// when it is a constant initializer.
+class ZeroPointInput {
+ public:
+  // index: the zero point's input; operand_index: the input whose dtype it has.
+  ZeroPointInput(const KernelInit& init, size_t index, size_t operand_index, const char* name);
+  // Values and layout for this run (null values when the input is omitted);
+  // `storage` holds the values when the zero point is not a constant.
+  MatMulZeroPoints Get(const KernelContext& ctx, const Tensor& operand, bool is_a,
+                       std::vector<int32_t>& storage) const;
+
+ private:
+  size_t index_;
+  const char* name_;
+  std::optional<std::vector<int32_t>> constant_;
+};
 
 }  // namespace octet

@@ -1,11 +1,12 @@
-// ConvInteger and QLinearConv (ai.onnx 10): reference kernels in three steps:
-// (1) attributes, shapes and quantization parameters, (2) the integer
-// convolution with zero-point correction (ConvReferenceS32, the call a fast
-// convolution replaces), (3) for QLinearConv bias and requantization.
+// ConvInteger and QLinearConv (ai.onnx 10) in two steps: (1) attributes,
+// shapes and quantization parameters, (2) Int8Conv (kernels/int8/conv.h): the
+// integer convolution with zero-point correction and, for QLinearConv, bias
+// and requantization. Constant weights (with their zero points) are packed
+// once when the kernel is created; otherwise on every run.
 #include <memory>
 #include <vector>
 
-#include "kernels/int8/conv_reference.h"
+#include "kernels/int8/conv.h"
 #include "kernels/int8/requantize.h"
 #include "ops/int_conv_params.h"
 #include "ops/int_params.h"
@@ -45,9 +46,59 @@ ConvOperand ReadConvOperand(const Node& node, const Tensor& t, const Tensor* zer
   return op;
 }
 
+// The weights' Int8Conv: the one packed at creation, or one packed now.
+struct WeightSource {
+  std::shared_ptr<const Int8Conv> prepacked;
+  size_t w_input = 0, w_zero_input = 0;
+
+  // Packs at creation when w and its zero point (if given) are constant and
+  // their shapes can be checked without x; otherwise Run packs.
+  void Prepare(const KernelInit& init, const ConvAttributes& attrs, bool zero_required) {
+    auto constant = [&](size_t i) {
+      return i < init.constant_inputs.size() ? init.constant_inputs[i] : nullptr;
+    };
+    const Tensor* w = constant(w_input);
+    const bool zero_given = w_zero_input < init.input_types.size() &&
+                            init.input_types[w_zero_input] != DType::kUndefined;
+    const Tensor* w_zero = constant(w_zero_input);
+    if (w == nullptr || (zero_given && w_zero == nullptr) || (zero_required && !zero_given)) return;
+    if (!IsInt8Type(w->dtype()) || (w->rank() != 3 && w->rank() != 4)) return;
+    if (w->dim(0) % attrs.group != 0) return;
+    ConvGeometry shape;
+    shape.out_channels = w->dim(0);
+    shape.in_channels = w->dim(1) * attrs.group;
+    shape.group = attrs.group;
+    shape.kernel_h = w->rank() == 4 ? w->dim(2) : 1;
+    shape.kernel_w = w->shape().back();
+    prepacked = Make(init.node, shape, *w, w_zero);
+  }
+
+  std::shared_ptr<const Int8Conv> Get(const KernelContext& ctx, const ConvGeometry& g) const {
+    if (prepacked) return prepacked;
+    return Make(ctx.node(), g, ctx.input(w_input),
+                ctx.has_input(w_zero_input) ? &ctx.input(w_zero_input) : nullptr);
+  }
+
+  static std::shared_ptr<const Int8Conv> Make(const Node& node, const ConvGeometry& shape,
+                                              const Tensor& w, const Tensor* w_zero) {
+    const bool per_channel =
+        w_zero && PerOutputChannel(node, *w_zero, shape.out_channels, "w_zero_point");
+    const ConvOperand w_op = ReadConvOperand(node, w, w_zero, per_channel, "w_zero_point");
+    try {
+      return std::make_shared<const Int8Conv>(shape, w_op.view);
+    } catch (const Error& e) {
+      Fail(node.Describe(), ": ", e.what());
+    }
+  }
+};
+
 class ConvIntegerKernel : public OpKernel {
  public:
-  explicit ConvIntegerKernel(const Node& node) : attrs_(ReadConvAttributes(node)) {}
+  explicit ConvIntegerKernel(const KernelInit& init) : attrs_(ReadConvAttributes(init.node)) {
+    weights_.w_input = 1;
+    weights_.w_zero_input = 3;
+    weights_.Prepare(init, attrs_, false);
+  }
 
   // Inputs: x, w, x_zero_point (optional), w_zero_point (optional).
   void Run(KernelContext& ctx) override {
@@ -60,21 +111,25 @@ class ConvIntegerKernel : public OpKernel {
     const Tensor* x_zero = ctx.has_input(2) ? &ctx.input(2) : nullptr;
     const Tensor* w_zero = ctx.has_input(3) ? &ctx.input(3) : nullptr;
     if (x_zero) CheckPerTensor(node, *x_zero, "x_zero_point");
-    const bool w_zero_per_channel =
-        w_zero && PerOutputChannel(node, *w_zero, g.out_channels, "w_zero_point");
+    if (w_zero) PerOutputChannel(node, *w_zero, g.out_channels, "w_zero_point");
     const ConvOperand x_op = ReadConvOperand(node, x, x_zero, false, "x_zero_point");
-    const ConvOperand w_op = ReadConvOperand(node, w, w_zero, w_zero_per_channel, "w_zero_point");
+    const std::shared_ptr<const Int8Conv> conv = weights_.Get(ctx, g);
     Tensor& y = ctx.AllocateOutput(0, DType::kInt32, ConvOutputShape(g, x.rank()));
-    ConvReferenceS32(g, x_op.view, w_op.view, y.data<int32_t>());
+    conv->RunS32(g, x_op.view, y.data<int32_t>(), ctx.pool());
   }
 
  private:
   ConvAttributes attrs_;
+  WeightSource weights_;
 };
 
 class QLinearConvKernel : public OpKernel {
  public:
-  explicit QLinearConvKernel(const Node& node) : attrs_(ReadConvAttributes(node)) {}
+  explicit QLinearConvKernel(const KernelInit& init) : attrs_(ReadConvAttributes(init.node)) {
+    weights_.w_input = 3;
+    weights_.w_zero_input = 5;
+    weights_.Prepare(init, attrs_, true);
+  }
 
   // Inputs: x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale,
   // y_zero_point, B (optional int32 bias, one per output channel).
@@ -96,12 +151,9 @@ class QLinearConvKernel : public OpKernel {
     CheckPerTensor(node, ctx.input(2), "x_zero_point");
     CheckPerTensor(node, y_scale, "y_scale");
     CheckPerTensor(node, y_zero_point, "y_zero_point");
-    const bool w_zero_per_channel =
-        PerOutputChannel(node, ctx.input(5), g.out_channels, "w_zero_point");
+    PerOutputChannel(node, ctx.input(5), g.out_channels, "w_zero_point");
     const bool w_scale_per_channel = PerOutputChannel(node, w_scale, g.out_channels, "w_scale");
     const ConvOperand x_op = ReadConvOperand(node, x, &ctx.input(2), false, "x_zero_point");
-    const ConvOperand w_op =
-        ReadConvOperand(node, w, &ctx.input(5), w_zero_per_channel, "w_zero_point");
     const Tensor* bias = ctx.has_input(8) ? &ctx.input(8) : nullptr;
     if (bias) {
       OCTET_CHECK(bias->dtype() == DType::kInt32 && bias->shape() == Shape{g.out_channels},
@@ -114,30 +166,20 @@ class QLinearConvKernel : public OpKernel {
     for (float& m : multipliers) m = RequantizeMultiplier(x_scale_value, m, y_scale_value);
 
     // Step 2.
-    const int64_t pixels = g.out_h * g.out_w;
-    std::vector<int32_t> acc(static_cast<size_t>(g.batch * g.out_channels * pixels));
-    ConvReferenceS32(g, x_op.view, w_op.view, acc.data());
-
-    // Step 3: one output channel (a row of pixels) at a time, so its bias and
-    // multiplier are per tensor within the row.
-    const DType y_type = y_zero_point.dtype();
-    Tensor& y = ctx.AllocateOutput(0, y_type, ConvOutputShape(g, x.rank()));
-    auto* y_data = static_cast<uint8_t*>(y.raw());
-    RequantizeParams params;
-    params.zero_point = ReadZeroPoints(node, y_zero_point, y_type, "y_zero_point")[0];
-    params.output_type = y_type;
-    for (int64_t n = 0; n < g.batch; ++n) {
-      for (int64_t o = 0; o < g.out_channels; ++o) {
-        params.multiplier = &multipliers[w_scale_per_channel ? o : 0];
-        params.bias = bias ? bias->data<int32_t>() + o : nullptr;
-        const int64_t offset = (n * g.out_channels + o) * pixels;
-        RequantizeS32(acc.data() + offset, pixels, 1, pixels, params, y_data + offset, pixels);
-      }
-    }
+    ConvRequantize rq;
+    rq.multipliers = multipliers.data();
+    rq.per_channel = w_scale_per_channel;
+    rq.bias = bias ? bias->data<int32_t>() : nullptr;
+    rq.output_type = y_zero_point.dtype();
+    rq.zero_point = ReadZeroPoints(node, y_zero_point, rq.output_type, "y_zero_point")[0];
+    const std::shared_ptr<const Int8Conv> conv = weights_.Get(ctx, g);
+    Tensor& y = ctx.AllocateOutput(0, rq.output_type, ConvOutputShape(g, x.rank()));
+    conv->RunRequantized(g, x_op.view, rq, y.raw(), ctx.pool());
   }
 
  private:
   ConvAttributes attrs_;
+  WeightSource weights_;
 };
 
 bool AcceptsConvInteger(const Node&, const std::vector<DType>& t) {
@@ -158,20 +200,18 @@ bool AcceptsQLinearConv(const Node&, const std::vector<DType>& t) {
 }  // namespace
 
 void RegisterIntegerConvOps(KernelRegistry& r) {
-  r.Register(
-      {kOnnxDomain, "ConvInteger", 10, 1 << 30, AcceptsConvInteger,
-       [](const Node& node, const std::vector<DType>&) {
-         ReadConvAttributes(node);
-         return std::vector<DType>{DType::kInt32};
-       },
-       [](const KernelInit& init) { return std::make_unique<ConvIntegerKernel>(init.node); }});
-  r.Register(
-      {kOnnxDomain, "QLinearConv", 10, 1 << 30, AcceptsQLinearConv,
-       [](const Node& node, const std::vector<DType>& t) {
-         ReadConvAttributes(node);
-         return std::vector<DType>{t[7]};
-       },
-       [](const KernelInit& init) { return std::make_unique<QLinearConvKernel>(init.node); }});
+  r.Register({kOnnxDomain, "ConvInteger", 10, 1 << 30, AcceptsConvInteger,
+              [](const Node& node, const std::vector<DType>&) {
+                ReadConvAttributes(node);
+                return std::vector<DType>{DType::kInt32};
+              },
+              [](const KernelInit& init) { return std::make_unique<ConvIntegerKernel>(init); }});
+  r.Register({kOnnxDomain, "QLinearConv", 10, 1 << 30, AcceptsQLinearConv,
+              [](const Node& node, const std::vector<DType>& t) {
+                ReadConvAttributes(node);
+                return std::vector<DType>{t[7]};
+              },
+              [](const KernelInit& init) { return std::make_unique<QLinearConvKernel>(init); }});
 }
 
 }  // namespace octet

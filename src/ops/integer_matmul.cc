@@ -1,12 +1,13 @@
-// MatMulInteger (ai.onnx 10) and QLinearMatMul (ai.onnx 10, 21): reference
-// kernels in three steps: (1) shapes and quantization parameters, (2) the
-// integer product with zero-point correction (MatMulProductS32, the one call
-// the fast GEMM replaces), (3) for QLinearMatMul the requantization epilogue.
+// MatMulInteger (ai.onnx 10) and QLinearMatMul (ai.onnx 10, 21) on the fast
+// int8 GEMM, in three steps: (1) shapes and quantization parameters, (2) the
+// exact int32 product with zero-point correction (RunIntMatMul: B packed once
+// at kernel creation when it is a constant initializer, else per run), (3) for
+// QLinearMatMul the shared requantization epilogue, block by block.
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "kernels/int8/gemm_reference.h"
 #include "kernels/int8/requantize.h"
 #include "ops/int_matmul_shape.h"
 #include "ops/int_params.h"
@@ -16,111 +17,106 @@ namespace octet {
 
 namespace {
 
-// One operand of the product with its zero points (empty = zero point 0).
-struct MatMulOperand {
-  const Tensor* tensor = nullptr;
-  std::vector<int32_t> zero;
-  ParamLayout zero_layout;
-};
-
-MatMulOperand ReadOperand(const Node& node, const Tensor& t, const Tensor* zero_point, bool is_a,
-                          const char* zero_name) {
-  MatMulOperand op{&t, {}, {}};
-  OCTET_CHECK(IsInt8Type(t.dtype()), node.Describe(), ": input ", is_a ? "A" : "B", " has dtype ",
-              DTypeName(t.dtype()), "; expected uint8 or int8");
-  if (zero_point) {
-    op.zero_layout = is_a ? RowParamLayout(node, *zero_point, t.shape(), zero_name)
-                          : ColumnParamLayout(node, *zero_point, t.shape(), zero_name);
-    op.zero = ReadZeroPoints(node, *zero_point, t.dtype(), zero_name);
-  }
-  return op;
-}
-
-// Step 2: acc[batch, m, n] = sum_k (A - zA) * (B - zB) for every batch entry.
-void MatMulProductS32(const MatMulShape& s, const MatMulOperand& a, const MatMulOperand& b,
-                      int32_t* acc) {
-  const bool a_signed = a.tensor->dtype() == DType::kInt8;
-  const bool b_signed = b.tensor->dtype() == DType::kInt8;
-  const auto* a_data = static_cast<const uint8_t*>(a.tensor->raw());
-  const auto* b_data = static_cast<const uint8_t*>(b.tensor->raw());
-  for (int64_t i = 0; i < s.batch_count(); ++i) {
-    const Int8Operand a_matrix{a_data + s.a_matrix[i] * s.m * s.k, a_signed, s.k};
-    const Int8Operand b_matrix{b_data + s.b_matrix[i] * s.k * s.n, b_signed, s.n};
-    const int32_t* a_zero =
-        a.zero.empty() ? nullptr : a.zero.data() + a.zero_layout.MatrixOffset(s.a_matrix[i]);
-    const int32_t* b_zero =
-        b.zero.empty() ? nullptr : b.zero.data() + b.zero_layout.MatrixOffset(s.b_matrix[i]);
-    GemmReferenceS32(s.m, s.n, s.k, a_matrix, a_zero, a.zero_layout.per_vector(), b_matrix, b_zero,
-                     b.zero_layout.per_vector(), acc + i * s.m * s.n, s.n);
-  }
-}
-
-const Tensor* OptionalInput(const KernelContext& ctx, size_t i) {
-  return ctx.has_input(i) ? &ctx.input(i) : nullptr;
+const Tensor* ConstantInput(const KernelInit& init, size_t i) {
+  return i < init.constant_inputs.size() ? init.constant_inputs[i] : nullptr;
 }
 
 class MatMulIntegerKernel : public OpKernel {
  public:
+  explicit MatMulIntegerKernel(const KernelInit& init)
+      : b_(init, 1), a_zero_(init, 2, 0, "a_zero_point"), b_zero_(init, 3, 1, "b_zero_point") {}
+
   void Run(KernelContext& ctx) override {
     const Node& node = ctx.node();
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
+    CheckInt8Operand(node, a, "A");
     const MatMulShape shape = ComputeMatMulShape(node, a.shape(), b.shape());
-    const MatMulOperand a_op = ReadOperand(node, a, OptionalInput(ctx, 2), true, "a_zero_point");
-    const MatMulOperand b_op = ReadOperand(node, b, OptionalInput(ctx, 3), false, "b_zero_point");
+    std::vector<int32_t> a_zero_storage, b_zero_storage;
+    const MatMulZeroPoints a_zero = a_zero_.Get(ctx, a, true, a_zero_storage);
+    const MatMulZeroPoints b_zero = b_zero_.Get(ctx, b, false, b_zero_storage);
+    PackedMatMulB b_storage;
+    const PackedMatMulB& packed = b_.Get(node, b, b_storage);
     Tensor& y = ctx.AllocateOutput(0, DType::kInt32, shape.output);
-    MatMulProductS32(shape, a_op, b_op, y.data<int32_t>());
+    RunIntMatMul(shape, a, a_zero, packed, b_zero, ctx.pool(), y.data<int32_t>(), {});
   }
+
+ private:
+  MatMulBInput b_;
+  ZeroPointInput a_zero_, b_zero_;
 };
 
 // Inputs: a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point.
 class QLinearMatMulKernel : public OpKernel {
  public:
+  explicit QLinearMatMulKernel(const KernelInit& init)
+      : b_(init, 3), a_zero_(init, 2, 0, "a_zero_point"), b_zero_(init, 5, 3, "b_zero_point") {
+    const Tensor* a_scale = ConstantInput(init, 1);
+    const Tensor* b_scale = ConstantInput(init, 4);
+    const Tensor* y_scale = ConstantInput(init, 6);
+    if (a_scale && b_scale && y_scale) multipliers_ = Multipliers(init.node, *a_scale, *b_scale, *y_scale);
+  }
+
   void Run(KernelContext& ctx) override {
     const Node& node = ctx.node();
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(3);
-    const Tensor& a_scale = ctx.input(1);
     const Tensor& b_scale = ctx.input(4);
-    const Tensor& y_scale = ctx.input(6);
     const Tensor& y_zero_point = ctx.input(7);
+    CheckInt8Operand(node, a, "A");
     const MatMulShape shape = ComputeMatMulShape(node, a.shape(), b.shape());
 
     // Step 1: A and Y are per tensor (as in ONNX Runtime's CPU kernel), B per
     // tensor or per column.
-    CheckPerTensor(node, a_scale, "a_scale");
+    std::vector<float> per_run;
+    if (!multipliers_) per_run = Multipliers(node, ctx.input(1), b_scale, ctx.input(6));
+    const std::vector<float>& multipliers = multipliers_ ? *multipliers_ : per_run;
     CheckPerTensor(node, ctx.input(2), "a_zero_point");
-    CheckPerTensor(node, y_scale, "y_scale");
     CheckPerTensor(node, y_zero_point, "y_zero_point");
-    const MatMulOperand a_op = ReadOperand(node, a, &ctx.input(2), true, "a_zero_point");
-    const MatMulOperand b_op = ReadOperand(node, b, &ctx.input(5), false, "b_zero_point");
+    std::vector<int32_t> a_zero_storage, b_zero_storage;
+    const MatMulZeroPoints a_zero = a_zero_.Get(ctx, a, true, a_zero_storage);
+    const MatMulZeroPoints b_zero = b_zero_.Get(ctx, b, false, b_zero_storage);
     const ParamLayout b_scale_layout = ColumnParamLayout(node, b_scale, b.shape(), "b_scale");
     const DType y_type = y_zero_point.dtype();
     OCTET_CHECK(IsInt8Type(y_type), node.Describe(), ": y_zero_point has dtype ", DTypeName(y_type),
                 "; expected uint8 or int8");
-    const float a_scale_value = ReadScales(node, a_scale, "a_scale")[0];
-    const float y_scale_value = ReadScales(node, y_scale, "y_scale")[0];
-    std::vector<float> multipliers = ReadScales(node, b_scale, "b_scale");
-    for (float& m : multipliers) m = RequantizeMultiplier(a_scale_value, m, y_scale_value);
+    PackedMatMulB b_storage;
+    const PackedMatMulB& packed = b_.Get(node, b, b_storage);
 
-    // Step 2.
-    std::vector<int32_t> acc(static_cast<size_t>(shape.batch_count() * shape.m * shape.n));
-    MatMulProductS32(shape, a_op, b_op, acc.data());
-
-    // Step 3.
+    // Steps 2 and 3.
     Tensor& y = ctx.AllocateOutput(0, y_type, shape.output);
-    auto* y_data = static_cast<uint8_t*>(y.raw());
+    auto* y_bytes = static_cast<uint8_t*>(y.raw());
     RequantizeParams params;
     params.multiplier_per_column = b_scale_layout.per_vector();
     params.zero_point = ReadZeroPoints(node, y_zero_point, y_type, "y_zero_point")[0];
     params.output_type = y_type;
-    for (int64_t i = 0; i < shape.batch_count(); ++i) {
-      params.multiplier = multipliers.data() + b_scale_layout.MatrixOffset(shape.b_matrix[i]);
-      const int64_t offset = i * shape.m * shape.n;
-      RequantizeS32(acc.data() + offset, shape.n, shape.m, shape.n, params, y_data + offset,
-                    shape.n);
-    }
+    const Isa isa = ActiveIsa();
+    RunIntMatMul(shape, a, a_zero, packed, b_zero, ctx.pool(), nullptr,
+                 [&](int64_t entry, int64_t row0, int64_t rows, const int32_t* acc) {
+                   RequantizeParams p = params;
+                   p.multiplier =
+                       multipliers.data() + b_scale_layout.MatrixOffset(shape.b_matrix[entry]);
+                   RequantizeS32(acc, shape.n, rows, shape.n, p,
+                                 y_bytes + (entry * shape.m + row0) * shape.n, shape.n, isa);
+                 });
   }
+
+ private:
+  // (a_scale * b_scale) / y_scale per b_scale value, in ONNX Runtime's order.
+  static std::vector<float> Multipliers(const Node& node, const Tensor& a_scale,
+                                        const Tensor& b_scale, const Tensor& y_scale) {
+    CheckPerTensor(node, a_scale, "a_scale");
+    CheckPerTensor(node, y_scale, "y_scale");
+    const float a = ReadScales(node, a_scale, "a_scale")[0];
+    const float y = ReadScales(node, y_scale, "y_scale")[0];
+    std::vector<float> multipliers = ReadScales(node, b_scale, "b_scale");
+    for (float& m : multipliers) m = RequantizeMultiplier(a, m, y);
+    return multipliers;
+  }
+
+  MatMulBInput b_;
+  ZeroPointInput a_zero_, b_zero_;
+  std::optional<std::vector<float>> multipliers_;
 };
 
 // Optional zero points must have their operand's dtype.
@@ -151,10 +147,10 @@ void RegisterIntegerMatMulOps(KernelRegistry& r) {
   r.Register(
       {kOnnxDomain, "MatMulInteger", 10, 1 << 30, AcceptsMatMulInteger,
        [](const Node&, const std::vector<DType>&) { return std::vector<DType>{DType::kInt32}; },
-       [](const KernelInit&) { return std::make_unique<MatMulIntegerKernel>(); }});
+       [](const KernelInit& init) { return std::make_unique<MatMulIntegerKernel>(init); }});
   r.Register({kOnnxDomain, "QLinearMatMul", 10, 1 << 30, AcceptsQLinearMatMul,
               [](const Node&, const std::vector<DType>& t) { return std::vector<DType>{t[7]}; },
-              [](const KernelInit&) { return std::make_unique<QLinearMatMulKernel>(); }});
+              [](const KernelInit& init) { return std::make_unique<QLinearMatMulKernel>(init); }});
 }
 
 }  // namespace octet

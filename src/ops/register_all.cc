@@ -9,7 +9,12 @@ const KernelRegistry& KernelRegistry::Global() {
     RegisterIntegerMatMulOps(r);
     RegisterIntegerConvOps(r);
     RegisterFloatOps(r);
+    RegisterFloatMathOps(r);
+    RegisterFloatNnOps(r);
+    RegisterTensorOps(r);
     RegisterFusedOps(r);
+    RegisterMsQuantMatMulOps(r);
+    RegisterShapeOps(r);
     return r;
   }();
   return registry;

@@ -90,8 +90,13 @@ class KernelRegistry {
 void RegisterQuantizeOps(KernelRegistry& r);      // ops/quantize_linear.cc etc.
 void RegisterIntegerMatMulOps(KernelRegistry& r); // ops/qlinear_matmul.cc, matmul_integer.cc
 void RegisterIntegerConvOps(KernelRegistry& r);   // ops/qlinear_conv.cc, conv_integer.cc
-void RegisterFloatOps(KernelRegistry& r);         // ops/float_*.cc
+void RegisterFloatOps(KernelRegistry& r);         // ops/float_ops.cc
+void RegisterFloatMathOps(KernelRegistry& r);     // ops/float_math_ops.cc
+void RegisterFloatNnOps(KernelRegistry& r);       // ops/float_nn_ops.cc
+void RegisterTensorOps(KernelRegistry& r);        // ops/tensor_ops.cc
 void RegisterFusedOps(KernelRegistry& r);         // ops/fused_*.cc (nodes made by rewrite/)
+void RegisterMsQuantMatMulOps(KernelRegistry& r);  // ops/dynamic_quant_matmul.cc (com.microsoft)
+void RegisterShapeOps(KernelRegistry& r);         // ops/shape_ops.cc (movement ops, any dtype)
 
 // Helpers for KernelDef::accepts.
 bool OneOf(DType t, std::initializer_list<DType> allowed);

@@ -6,21 +6,14 @@
 #include <vector>
 
 #include "kernels/int8/gemm.h"
+#include "rewrite/qdq_activation.h"
+#include "rewrite/qdq_util.h"
 
 namespace octet {
 
 namespace {
 
-bool IsQdqDomain(const Node& n) { return n.domain == kOnnxDomain || n.domain == kMsDomain; }
-bool IsDequantize(const Node& n) { return IsQdqDomain(n) && n.op_type == "DequantizeLinear"; }
-bool IsQuantize(const Node& n) { return IsQdqDomain(n) && n.op_type == "QuantizeLinear"; }
 bool Is8Bit(DType t) { return t == DType::kInt8 || t == DType::kUInt8; }
-
-int Input(const Node& n, size_t i) { return i < n.inputs.size() ? n.inputs[i] : -1; }
-
-const Tensor* Constant(const Graph& g, int value) {
-  return value < 0 ? nullptr : g.values[value].initializer;
-}
 
 // The dtype of a value as far as the graph says without running kernels.
 DType KnownDType(const Graph& g, int value) {
@@ -29,8 +22,8 @@ DType KnownDType(const Graph& g, int value) {
   if (v.dtype != DType::kUndefined) return v.dtype;
   if (v.producer < 0) return DType::kUndefined;
   const Node& p = g.nodes[v.producer];
-  if (IsQuantize(p) && !p.outputs.empty() && p.outputs[0] == value) {
-    if (const Tensor* zp = Constant(g, Input(p, 2))) return zp->dtype();
+  if (IsQuantizeNode(p) && !p.outputs.empty() && p.outputs[0] == value) {
+    if (const Tensor* zp = ConstantValue(g, InputAt(p, 2))) return zp->dtype();
     const int64_t out = p.domain == kOnnxDomain ? p.GetInt("output_dtype", 0) : 0;
     return out ? static_cast<DType>(out) : DType::kUInt8;
   }
@@ -54,18 +47,18 @@ struct DqParams {
 
 // Why a DequantizeLinear cannot feed the fused node; empty when it can.
 std::string ReadDq(const Graph& g, const Node& dq, DqParams& p) {
-  p.data = Input(dq, 0);
-  p.scale = Input(dq, 1);
-  p.zero = Input(dq, 2);
+  p.data = InputAt(dq, 0);
+  p.scale = InputAt(dq, 1);
+  p.zero = InputAt(dq, 2);
   if (p.data < 0 || p.scale < 0) return "dq_malformed";
   if (dq.GetInt("block_size", 0) != 0) return "dq_blocked";
   const int64_t out_type = dq.GetInt("output_dtype", 0);
   if (out_type != 0 && out_type != static_cast<int64_t>(DType::kFloat32)) return "dq_output_dtype";
-  const Tensor* scale = Constant(g, p.scale);
+  const Tensor* scale = ConstantValue(g, p.scale);
   if (!scale) return "scale_not_constant";
   if (scale->dtype() != DType::kFloat32) return "scale_dtype";
   p.data_type = KnownDType(g, p.data);
-  const Tensor* zero = Constant(g, p.zero);
+  const Tensor* zero = ConstantValue(g, p.zero);
   if (p.zero >= 0 && !zero) return "zero_point_not_constant";
   if (p.data_type == DType::kUndefined && zero) p.data_type = zero->dtype();
   if (zero && zero->dtype() != p.data_type) return "zero_point_dtype";
@@ -81,8 +74,10 @@ struct Claim {
   std::string why;     // non-empty: refused for this reason
   std::string why_op;  // the operator the refusal is reported under
   Node fused;
-  int removed_q = -1;  // the QuantizeLinear node folded in, if any
-  std::string q_note;  // a QuantizeLinear left unfused (reason), group still claimed
+  int removed_q = -1;    // the QuantizeLinear node folded in, if any
+  int removed_act = -1;  // a Relu / Clip before it that ONNX Runtime removes too
+  std::string q_note;    // a QuantizeLinear left unfused (reason), group still claimed
+  std::string act_note;  // a Relu / Clip kept in float (reason), group still claimed
 };
 
 Claim Refuse(const std::string& why, const Node& at) {
@@ -99,10 +94,10 @@ int FoldableQuantize(const Graph& g, int product, const std::vector<std::vector<
   if (graph_outputs.count(product) || consumers[product].size() != 1) return -1;
   const int q_index = consumers[product][0];
   const Node& q = g.nodes[q_index];
-  if (!IsQuantize(q) || Input(q, 0) != product) return -1;
-  const Tensor* scale = Constant(g, Input(q, 1));
-  const Tensor* zero = Constant(g, Input(q, 2));
-  if (!scale || (Input(q, 2) >= 0 && !zero)) {
+  if (!IsQuantizeNode(q) || InputAt(q, 0) != product) return -1;
+  const Tensor* scale = ConstantValue(g, InputAt(q, 1));
+  const Tensor* zero = ConstantValue(g, InputAt(q, 2));
+  if (!scale || (InputAt(q, 2) >= 0 && !zero)) {
     note = "q_param_not_constant";
   } else if (scale->dtype() != DType::kFloat32) {
     note = "q_scale_dtype";
@@ -129,7 +124,7 @@ Claim TryClaim(const Graph& g, int mm_index, const std::vector<std::vector<int>>
   if (is_gemm) {
     if (mm.GetInt("transA", 0) != 0) return Refuse("gemm_trans_a", mm);
     if (mm.GetFloat("alpha", 1.f) != 1.f) return Refuse("gemm_alpha", mm);
-    if (Input(mm, 2) >= 0 && mm.GetFloat("beta", 1.f) != 1.f) return Refuse("gemm_beta", mm);
+    if (InputAt(mm, 2) >= 0 && mm.GetFloat("beta", 1.f) != 1.f) return Refuse("gemm_beta", mm);
     trans_b = mm.GetInt("transB", 0);
   }
 
@@ -139,7 +134,7 @@ Claim TryClaim(const Graph& g, int mm_index, const std::vector<std::vector<int>>
   if (x.data_type == DType::kUndefined) return Refuse("activation_dtype_unknown", mm);
   if (!Is8Bit(x.data_type)) return Refuse("activation_dtype", mm);
 
-  const Tensor* weight = Constant(g, w.data);
+  const Tensor* weight = ConstantValue(g, w.data);
   if (!weight) return Refuse("weight_not_constant", mm);
   if (!Is8Bit(weight->dtype())) return Refuse("weight_dtype", mm);
   if (weight->rank() != 2) return Refuse("weight_rank", mm);
@@ -177,28 +172,28 @@ Claim TryClaim(const Graph& g, int mm_index, const std::vector<std::vector<int>>
   // Gemm bias: int32 DequantizeLinear whose scale is exactly x_scale * w_scale
   // (what quantizers write), so the int32 bias adds to the accumulator.
   int bias = -1;
-  if (is_gemm && Input(mm, 2) >= 0) {
+  if (is_gemm && InputAt(mm, 2) >= 0) {
     const Value& c = g.values[mm.inputs[2]];
-    if (c.producer < 0 || !IsDequantize(g.nodes[c.producer]))
+    if (c.producer < 0 || !IsDequantizeNode(g.nodes[c.producer]))
       return Refuse("bias_not_quantized", mm);
     DqParams b;
     if (std::string why = ReadDq(g, g.nodes[c.producer], b); !why.empty())
       return Refuse("bias_" + why, mm);
-    const Tensor* bias_data = Constant(g, b.data);
+    const Tensor* bias_data = ConstantValue(g, b.data);
     if (!bias_data || bias_data->dtype() != DType::kInt32) return Refuse("bias_not_int32", mm);
     const bool bias_vector =
         bias_data->numel() == N &&
         (bias_data->rank() == 1 || (bias_data->rank() == 2 && bias_data->dim(0) == 1));
     if (bias_data->numel() != 1 && !bias_vector) return Refuse("bias_shape", mm);
     if (b.per_axis && (b.count != N || !bias_vector)) return Refuse("bias_shape", mm);
-    if (const Tensor* bz = Constant(g, b.zero)) {
+    if (const Tensor* bz = ConstantValue(g, b.zero)) {
       for (int64_t i = 0; i < bz->numel(); ++i)
         if (bz->data<int32_t>()[i] != 0) return Refuse("bias_zero_point", mm);
     }
     if (x.per_axis) return Refuse("bias_with_row_scale", mm);
-    const float sx = Constant(g, x.scale)->data<float>()[0];
-    const float* sw = Constant(g, w.scale)->data<float>();
-    const float* sb = Constant(g, b.scale)->data<float>();
+    const float sx = ConstantValue(g, x.scale)->data<float>()[0];
+    const float* sw = ConstantValue(g, w.scale)->data<float>();
+    const float* sb = ConstantValue(g, b.scale)->data<float>();
     for (int64_t n = 0; n < N; ++n)
       if (sb[b.per_axis ? n : 0] != sx * sw[w.per_axis ? n : 0]) return Refuse("bias_scale", mm);
     bias = b.data;
@@ -208,6 +203,26 @@ Claim TryClaim(const Graph& g, int mm_index, const std::vector<std::vector<int>>
   DType out_type = DType::kUndefined;
   const int product = mm.outputs[0];
   claim.removed_q = FoldableQuantize(g, product, consumers, graph_outputs, claim.q_note, out_type);
+  // product -> Relu | Clip -> QuantizeLinear: ONNX Runtime drops the activation
+  // when it changes no quantized value (then fuses the group); otherwise it keeps
+  // the float product, and so do we (the group stays claimed in float form).
+  const int act = SoleConsumer(g, consumers, product);
+  if (claim.removed_q < 0 && claim.q_note.empty() && act >= 0 && IsActivation(g.nodes[act])) {
+    const Node& act_node = g.nodes[act];
+    std::string q_note;
+    DType act_out_type = DType::kUndefined;
+    const int q =
+        FoldableQuantize(g, act_node.outputs[0], consumers, graph_outputs, q_note, act_out_type);
+    ScalarQParams qp;
+    if (q >= 0 && ReadScalarQdq(g, g.nodes[q], qp).empty()) {
+      claim.act_note = OrtKeepsActivation(g, act_node, qp);
+      if (claim.act_note.empty()) {
+        claim.removed_q = q;
+        claim.removed_act = act;
+        out_type = act_out_type;
+      }
+    }
+  }
 
   Node& f = claim.fused;
   f.name = (mm.name.empty() ? std::string("node") + std::to_string(mm_index) : mm.name) + "/qdq";
@@ -234,7 +249,7 @@ Claim TryClaim(const Graph& g, int mm_index, const std::vector<std::vector<int>>
   if (claim.removed_q >= 0) {
     const Node& q = g.nodes[claim.removed_q];
     f.inputs[kFusedYScale] = q.inputs[1];
-    f.inputs[kFusedYZero] = Input(q, 2);
+    f.inputs[kFusedYZero] = InputAt(q, 2);
     int_attr("y_type", static_cast<int64_t>(out_type));
     f.outputs = {q.outputs[0]};
   } else {
@@ -247,15 +262,12 @@ Claim TryClaim(const Graph& g, int mm_index, const std::vector<std::vector<int>>
 
 QdqReport FuseQdqMatMul(Graph& g) {
   QdqReport report;
-  std::vector<std::vector<int>> consumers(g.values.size());
-  for (size_t n = 0; n < g.nodes.size(); ++n)
-    for (int in : g.nodes[n].inputs)
-      if (in >= 0) consumers[in].push_back(static_cast<int>(n));
+  const std::vector<std::vector<int>> consumers = ConsumersOf(g);
   const std::set<int> graph_outputs(g.outputs.begin(), g.outputs.end());
 
   auto fed_by_dq = [&](const Node& n, size_t i) {
-    const int v = Input(n, i);
-    return v >= 0 && g.values[v].producer >= 0 && IsDequantize(g.nodes[g.values[v].producer]);
+    const int v = InputAt(n, i);
+    return v >= 0 && g.values[v].producer >= 0 && IsDequantizeNode(g.nodes[g.values[v].producer]);
   };
   std::vector<bool> removed(g.nodes.size(), false);
   std::vector<std::optional<Node>> replacement(g.nodes.size());
@@ -267,12 +279,20 @@ QdqReport FuseQdqMatMul(Graph& g) {
     ++report.groups;
     Claim claim = TryClaim(g, static_cast<int>(n), consumers, graph_outputs);
     if (!claim.why.empty()) {
-      ++report.refused[{claim.why, claim.why_op}];
+      report.Refuse(claim.why, node);
       continue;
     }
     ++report.claimed;
-    if (!claim.q_note.empty()) ++report.refused[{claim.q_note, "QuantizeLinear"}];
+    if (!claim.q_note.empty()) report.Refuse(claim.q_note, g.nodes[consumers[node.outputs[0]][0]]);
+    if (!claim.act_note.empty())
+      report.Refuse(claim.act_note, g.nodes[consumers[node.outputs[0]][0]]);
+    report.Fuse(node, std::string(kOctetDomain) + "." + kFusedMatMulOp +
+                          (claim.removed_q >= 0 ? " (int8 output" : " (float output") +
+                          (claim.removed_act >= 0 ? ", " + g.nodes[claim.removed_act].op_type +
+                                                        " dropped as ONNX Runtime does)"
+                                                  : ")"));
     if (claim.removed_q >= 0) removed[claim.removed_q] = true;
+    if (claim.removed_act >= 0) removed[claim.removed_act] = true;
     replacement[n] = std::move(claim.fused);
   }
   if (report.claimed == 0) return report;
@@ -293,19 +313,23 @@ QdqReport FuseQdqMatMul(Graph& g) {
   std::vector<bool> drop(nodes.size(), false);
   for (size_t i = nodes.size(); i-- > 0;) {
     const Node& node = nodes[i];
-    if (!IsDequantize(node) || uses[node.outputs[0]] != 0) continue;
+    if (!IsDequantizeNode(node) || uses[node.outputs[0]] != 0) continue;
     drop[i] = true;
     for (int in : node.inputs)
       if (in >= 0) --uses[in];
   }
-  g.nodes.clear();
-  for (size_t i = 0; i < nodes.size(); ++i)
-    if (!drop[i]) g.nodes.push_back(std::move(nodes[i]));
-  for (Value& v : g.values) v.producer = -1;
-  for (size_t n = 0; n < g.nodes.size(); ++n)
-    for (int out : g.nodes[n].outputs)
-      if (out >= 0) g.values[out].producer = static_cast<int>(n);
+  g.nodes = std::move(nodes);
+  RemoveNodes(g, drop);
   return report;
+}
+
+void QdqReport::Refuse(const std::string& why, const Node& at) {
+  ++refused[{why, at.op_type}];
+  records.push_back({at.name, at.op_type, false, why});
+}
+
+void QdqReport::Fuse(const Node& at, const std::string& became) {
+  records.push_back({at.name, at.op_type, true, became});
 }
 
 std::string FormatQdqReport(const QdqReport& report) {

@@ -13,6 +13,7 @@
 #include <map>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "graph/graph.h"
 
@@ -36,15 +37,29 @@ enum FusedMatMulInput {
 };
 // Attributes: x_axis (-1 = per tensor, else the axis of x the scale runs along,
 // never the last), x_rank (x's rank when x_axis >= 0), trans_b (0/1),
-// y_type (DType of the quantized output when y_zero_point is omitted).
+// y_type (DType of the quantized output when y_zero_point is omitted),
+// y_min / y_max (optional: clamp of the quantized output, from an absorbed
+// Relu / Clip; rewrite/qdq_activation.h).
 
 // What the pass did on one graph: candidate groups (a MatMul/Gemm fed by two
 // DequantizeLinear nodes), how many became fused nodes, and the refusals as
 // (reason, operator) -> count.
+// Every decision is also kept in order as a record for `octet inspect`.
+struct QdqRecord {
+  std::string node;    // the node the group is named after (its MatMul, Add, ...)
+  std::string op;      // that node's op_type
+  bool fused = false;  // true: rewritten; false: refused, kept as written
+  std::string detail;  // what it became, or the refusal reason
+};
+
 struct QdqReport {
   int groups = 0;
   int claimed = 0;
   std::map<std::pair<std::string, std::string>, int> refused;
+  std::vector<QdqRecord> records;
+
+  void Refuse(const std::string& why, const Node& at);
+  void Fuse(const Node& at, const std::string& became);
 };
 
 // Rewrites g in place. The graph's inputs and outputs, and every value that

@@ -3,8 +3,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <sstream>
 
+#include "rewrite/qdq_activation.h"
 #include "rewrite/qdq_matmul.h"
+#include "rewrite/qdq_movement.h"
 
 namespace octet {
 
@@ -15,13 +18,33 @@ bool EnvIs(const char* name, const char* value) {
   return v != nullptr && std::strcmp(v, value) == 0;
 }
 
+QdqReport RunQdqPasses(Graph& graph) {
+  QdqReport report = FuseQdqMatMul(graph);
+  AbsorbQdqActivations(graph, report);
+  ElideQdqAroundMovement(graph, report);
+  return report;
+}
+
 }  // namespace
 
 void ApplyRewrites(Graph& graph) {
   // OCTET_QDQ=0 is the control: the graph runs node by node, as written.
   if (EnvIs("OCTET_QDQ", "0")) return;
-  const QdqReport report = FuseQdqMatMul(graph);
+  const QdqReport report = RunQdqPasses(graph);
   if (EnvIs("OCTET_QDQ_DEBUG", "1")) std::cerr << FormatQdqReport(report) << std::flush;
+}
+
+std::string DescribeRewrites(const Graph& graph) {
+  if (EnvIs("OCTET_QDQ", "0")) return "qdq passes off (OCTET_QDQ=0)\n";
+  Graph copy = graph;  // initializers are shared tensors; values keep pointing at graph's
+  const QdqReport report = RunQdqPasses(copy);
+  std::ostringstream os;
+  for (const QdqRecord& r : report.records) {
+    os << (r.fused ? "fused   " : "refused ") << r.op << " '" << r.node << "'"
+       << (r.fused ? " -> " : " why=") << r.detail << "\n";
+  }
+  os << "qdq_groups=" << report.groups << " claimed=" << report.claimed << "\n";
+  return os.str();
 }
 
 }  // namespace octet

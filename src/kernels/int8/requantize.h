@@ -1,18 +1,29 @@
-// The requantization epilogue of every int8 product (QLinearMatMul,
-// QLinearConv, fused QDQ groups): int32 accumulators -> uint8/int8 in ONNX
-// Runtime 1.31.1's exact float order (docs/int8.md, "Integer matmul and
-// convolution"; tools/probe_ort_requant.py shows each step):
+// The epilogues of every int8 product (QLinearMatMul, QLinearConv, fused QDQ
+// groups, MatMulIntegerToFloat / DynamicQuantizeMatMul): int32 accumulators ->
+// uint8/int8, or -> float32, in ONNX Runtime 1.31.1's exact float order
+// (docs/int8.md, "Integer matmul and convolution"; tools/probe_ort_requant.py
+// shows each step of the requantization):
 //
 //   multiplier = (a_scale * b_scale) / y_scale           float32, in this order
 //   v = float(acc + bias) * multiplier                   bias added in int32 first
 //   v = clamp(v, qmin - y_zero, qmax - y_zero)           in float; NaN -> qmin - y_zero
 //   y = round_half_even(v) + y_zero
+//
+// Float output (com.microsoft MatMulIntegerToFloat, DynamicQuantizeMatMul):
+//
+//   y = float(acc) * (a_scale * b_scale[n]) + bias[n]    float32 multiply, then float32 add
+//
+// Each has a scalar, an AVX2 and an AVX-512 implementation chosen by the same
+// dispatch as the GEMM (kernels/isa.h); they give the same bits (cvtps2dq
+// rounds half to even under the default MXCSR, max/min keep the clamp bound
+// for NaN as the scalar code does, and no multiply-add is fused).
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 
 #include "core/dtype.h"
+#include "kernels/isa.h"
 
 namespace octet {
 
@@ -41,7 +52,48 @@ struct RequantizeParams {
 
 // out[r * ld_out + c] = requantized acc[r * ld_acc + c] (+ bias) for a rows x cols block.
 // The bias is added with int32 wrap-around, as ONNX Runtime's int32 addition does.
+// `isa` picks the implementation (every one gives the same bytes); a path
+// this CPU cannot run is an octet::Error.
 void RequantizeS32(const int32_t* acc, int64_t ld_acc, int64_t rows, int64_t cols,
-                   const RequantizeParams& params, void* out, int64_t ld_out);
+                   const RequantizeParams& params, void* out, int64_t ld_out,
+                   Isa isa = ActiveIsa());
+
+struct FloatOutputParams {
+  const float* scale = nullptr;  // cols entries when scale_per_column, else one
+  bool scale_per_column = false;
+  const int32_t* acc_bias = nullptr;  // optional int32 bias, added (wrapping) before conversion
+  bool acc_bias_per_column = false;
+  const float* bias = nullptr;  // optional float bias, added after the multiply
+  bool bias_per_column = false;
+};
+
+// out[r * ld_out + c] = float(acc[r * ld_acc + c] (+ acc_bias)) * scale (+ bias).
+void ScaleS32ToFloat(const int32_t* acc, int64_t ld_acc, int64_t rows, int64_t cols,
+                     const FloatOutputParams& params, float* out, int64_t ld_out,
+                     Isa isa = ActiveIsa());
+
+// Internal: one row, columns [c0, c1), of each implementation
+// (requantize.cc, requantize_avx2.cc, requantize_avx512.cc). The ISA files
+// call only the scalar row functions, never an inline helper of this header
+// (an inline function compiled with AVX flags could be the copy the linker keeps).
+namespace requant {
+using RequantizeRowFn = void (*)(const int32_t* acc, int64_t c0, int64_t c1,
+                                 const RequantizeParams& p, void* out);
+using FloatRowFn = void (*)(const int32_t* acc, int64_t c0, int64_t c1,
+                            const FloatOutputParams& p, float* out);
+void RequantizeRowScalar(const int32_t* acc, int64_t c0, int64_t c1, const RequantizeParams& p,
+                         void* out);
+void FloatRowScalar(const int32_t* acc, int64_t c0, int64_t c1, const FloatOutputParams& p,
+                    float* out);
+void RequantizeRowAvx2(const int32_t* acc, int64_t c0, int64_t c1, const RequantizeParams& p,
+                       void* out);
+void FloatRowAvx2(const int32_t* acc, int64_t c0, int64_t c1, const FloatOutputParams& p,
+                  float* out);
+void RequantizeRowAvx512(const int32_t* acc, int64_t c0, int64_t c1, const RequantizeParams& p,
+                         void* out);
+void FloatRowAvx512(const int32_t* acc, int64_t c0, int64_t c1, const FloatOutputParams& p,
+                    float* out);
+
+}  // namespace requant
 
 }  // namespace octet

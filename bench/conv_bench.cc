@@ -1,0 +1,101 @@
+// Google Benchmark for the exact int8 convolution (kernels/int8/conv.h), as
+// QLinearConv runs it: u8 x, s8 weights packed once outside the timed loop,
+// per-channel multipliers and int32 bias, requantized u8 output. Shapes are
+// typical CNN layers (ResNet 3x3 and 1x1, MobileNet depthwise, a stem conv),
+// batch 1. Counter: GOPS = 2 x MACs per second (CPU time of the calling thread).
+// OCTET_ISA selects the path.
+// Run: build/<dir>/conv_bench [--benchmark_filter=...] [--benchmark_repetitions=3]
+#include <benchmark/benchmark.h>
+
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/int8/conv.h"
+#include "runtime/thread_pool.h"
+
+namespace octet {
+namespace {
+
+struct ConvShape {
+  const char* name;
+  int64_t in_channels, out_channels, group, size, kernel, stride, pad;
+};
+
+// Kept in step with tools/bench_conv_vs_ort.py.
+const ConvShape kShapes[] = {
+    {"stem3x3s2_3to32_224", 3, 32, 1, 224, 3, 2, 1},
+    {"conv3x3_64to64_56", 64, 64, 1, 56, 3, 1, 1},
+    {"conv3x3_128to128_28", 128, 128, 1, 28, 3, 1, 1},
+    {"conv3x3_256to256_14", 256, 256, 1, 14, 3, 1, 1},
+    {"conv3x3s2_128to256_28", 128, 256, 1, 28, 3, 2, 1},
+    {"conv1x1_64to256_56", 64, 256, 1, 56, 1, 1, 0},
+    {"conv1x1_256to64_56", 256, 64, 1, 56, 1, 1, 0},
+    {"conv1x1_1024to256_14", 1024, 256, 1, 14, 1, 1, 0},
+    {"dw3x3_32_112", 32, 32, 32, 112, 3, 1, 1},
+    {"dw3x3s2_144_56", 144, 144, 144, 56, 3, 2, 1},
+    {"dw3x3_576_14", 576, 576, 576, 14, 3, 1, 1},
+};
+
+ThreadPool* PoolFor(int threads) {
+  static std::map<int, std::unique_ptr<ThreadPool>> pools;
+  if (threads <= 1) return nullptr;
+  auto& pool = pools[threads];
+  if (!pool) pool = std::make_unique<ThreadPool>(threads);
+  return pool.get();
+}
+
+void BM_QLinearConv(benchmark::State& state) {
+  const ConvShape& s = kShapes[state.range(0)];
+  const int threads = static_cast<int>(state.range(1));
+  state.SetLabel(s.name);
+  ConvGeometry g;
+  g.batch = 1;
+  g.in_channels = s.in_channels;
+  g.out_channels = s.out_channels;
+  g.group = s.group;
+  g.in_h = g.in_w = s.size;
+  g.kernel_h = g.kernel_w = s.kernel;
+  g.stride_h = g.stride_w = s.stride;
+  g.pad_top = g.pad_left = s.pad;
+  g.out_h = g.out_w = (s.size + 2 * s.pad - s.kernel) / s.stride + 1;
+  const int64_t k = s.in_channels / s.group * s.kernel * s.kernel;
+
+  std::mt19937 rng(42);
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::vector<uint8_t> x(g.in_channels * g.in_h * g.in_w), w(g.out_channels * k);
+  for (auto& v : x) v = static_cast<uint8_t>(byte(rng));
+  for (auto& v : w) v = static_cast<uint8_t>(byte(rng));
+  const int32_t x_zero = 119, w_zero = 0;
+  const Int8Conv conv(g, {w.data(), true, &w_zero, false});
+  std::vector<float> multipliers(g.out_channels, 1.0f / 4096);
+  std::vector<int32_t> bias(g.out_channels, 1000);
+  ConvRequantize rq;
+  rq.multipliers = multipliers.data();
+  rq.per_channel = true;
+  rq.bias = bias.data();
+  rq.zero_point = 128;
+  std::vector<uint8_t> y(g.out_channels * g.out_h * g.out_w);
+  ThreadPool* pool = PoolFor(threads);
+  for (auto _ : state) {
+    conv.RunRequantized(g, {x.data(), false, &x_zero, false}, rq, y.data(), pool);
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  const double ops = 2.0 * g.out_channels * g.out_h * g.out_w * k;
+  state.counters["GOPS"] =
+      benchmark::Counter(ops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void Shapes(benchmark::internal::Benchmark* b) {
+  for (int threads : {1, 2})
+    for (int64_t i = 0; i < static_cast<int64_t>(std::size(kShapes)); ++i) b->Args({i, threads});
+}
+BENCHMARK(BM_QLinearConv)->Apply(Shapes)->ArgNames({"shape", "threads"});
+
+}  // namespace
+}  // namespace octet
+
+BENCHMARK_MAIN();

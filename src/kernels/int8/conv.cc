@@ -1,0 +1,390 @@
+#include "kernels/int8/conv.h"
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include "core/error.h"
+#include "kernels/int8/conv_depthwise.h"
+#include "kernels/int8/gemm.h"
+#include "kernels/int8/gemm_pack.h"
+#include "kernels/int8/requantize.h"
+#include "runtime/thread_pool.h"
+
+namespace octet {
+
+namespace {
+
+using gemm::kGroup;
+using gemm::TileArgs;
+using gemm::TileFn;
+using gemm::TileShape;
+
+// Blocking, fixed by the shape only (the sums are exact, so results never
+// depend on it; it is fixed so the work split is too). A block of output
+// pixels is packed at once: at most kPackBytes of packed im2col (it stays in
+// L2) and at most kMaxBlockPixels pixels. k is cut into blocks of kKcGroups
+// groups so a B micro-panel (nr x 512 bytes) stays in L1 while the weight
+// panels stream from L2, as in the GEMM.
+constexpr int64_t kPackBytes = 192 * 1024;
+constexpr int64_t kMaxBlockPixels = 256;
+constexpr int64_t kKcGroups = 512 / kGroup;
+// With fewer than kMinItems (batch, group, pixel block) items, the output
+// channels are split too, so small images still spread over threads.
+constexpr int64_t kMinItems = 4;
+
+TileFn TileFnFor(Isa isa) {
+  switch (isa) {
+    case Isa::kScalar:
+      return gemm::TileScalar;
+#if defined(__x86_64__) || defined(_M_X64)
+    case Isa::kAvx2:
+      return gemm::TileAvx2;
+    case Isa::kAvxVnni:
+      return gemm::TileAvxVnni;
+    case Isa::kAvx512Vnni:
+      return gemm::TileAvx512Vnni;
+#endif
+#if defined(__aarch64__)
+    case Isa::kNeonDot:
+      return gemm::TileNeonDot;
+#endif
+    default:
+      break;
+  }
+  Fail("int8 convolution: instruction set ", IsaName(isa), " is not built into this binary");
+}
+
+void RunParallel(ThreadPool* pool, int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
+  if (pool != nullptr) {
+    pool->ParallelFor(n, fn);
+  } else if (n > 0) {
+    fn(0, n);
+  }
+}
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Per-thread buffers reused across runs.
+struct Scratch {
+  std::vector<uint8_t> packed_b;
+  std::vector<int8_t> rows;  // 4 im2col rows of the block
+  std::vector<int32_t> col_sum, col_term, col_zb, acc;
+  std::vector<int32_t> plane;  // depthwise input channel
+};
+Scratch& ThreadScratch() {
+  thread_local Scratch scratch;
+  return scratch;
+}
+
+// The pixels [p0, p0 + count) of im2col row (ky, kx) of one input channel, in
+// the B domain (the stored byte XOR flip); padding holds `pad` (x_zero there).
+void BuildIm2colRow(const ConvGeometry& g, const uint8_t* channel, int64_t ky, int64_t kx,
+                    int64_t p0, int64_t count, uint8_t flip, int8_t pad, int8_t* out) {
+  const int64_t offset_x = kx * g.dilation_w - g.pad_left;  // ix = ox * stride_w + offset_x
+  // Output columns [lo, hi) read inside the row.
+  const int64_t lo = std::min(g.out_w, offset_x >= 0 ? 0 : CeilDiv(-offset_x, g.stride_w));
+  const int64_t hi =
+      std::max(lo, std::min(g.out_w, std::max<int64_t>(0, CeilDiv(g.in_w - offset_x, g.stride_w))));
+  for (int64_t p = p0, end = p0 + count; p < end;) {
+    const int64_t oy = p / g.out_w, ox = p % g.out_w;
+    const int64_t n = std::min(g.out_w - ox, end - p);
+    const int64_t iy = oy * g.stride_h - g.pad_top + ky * g.dilation_h;
+    if (iy < 0 || iy >= g.in_h) {
+      std::fill_n(out, n, pad);
+    } else {
+      const int64_t a = std::clamp(lo, ox, ox + n), b = std::clamp(hi, a, ox + n);
+      std::fill_n(out, a - ox, pad);
+      const uint8_t* src = channel + iy * g.in_w + offset_x;
+      int8_t* dst = out - ox;
+      if (g.stride_w == 1) {
+        for (int64_t i = a; i < b; ++i) dst[i] = static_cast<int8_t>(src[i] ^ flip);
+      } else {
+        for (int64_t i = a; i < b; ++i) dst[i] = static_cast<int8_t>(src[i * g.stride_w] ^ flip);
+      }
+      std::fill_n(out + (b - ox), ox + n - b, pad);
+    }
+    out += n;
+    p += n;
+  }
+}
+
+// Writes 4 rows of `cols` bytes (rows[i * cols + j], cols a multiple of nr)
+// as group g of the B panels: panel q's group g holds, for each of its nr
+// columns, the 4 bytes of that column.
+void InterleaveGroup(const int8_t* rows, int64_t cols, int nr, int64_t panel_stride,
+                     int8_t* group_dst) {
+  auto dst_of = [&](int64_t c) { return group_dst + (c / nr) * panel_stride + (c % nr) * kGroup; };
+  int64_t c = 0;
+#if defined(__SSE2__)
+  for (; c + 16 <= cols; c += 16) {
+    __m128i r[4];
+    for (int i = 0; i < 4; ++i)
+      r[i] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows + i * cols + c));
+    const __m128i lo01 = _mm_unpacklo_epi8(r[0], r[1]), hi01 = _mm_unpackhi_epi8(r[0], r[1]);
+    const __m128i lo23 = _mm_unpacklo_epi8(r[2], r[3]), hi23 = _mm_unpackhi_epi8(r[2], r[3]);
+    // Each quarter: 4 columns x 4 bytes; 4 columns never straddle a panel (nr % 4 == 0).
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst_of(c)), _mm_unpacklo_epi16(lo01, lo23));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst_of(c + 4)), _mm_unpackhi_epi16(lo01, lo23));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst_of(c + 8)), _mm_unpacklo_epi16(hi01, hi23));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst_of(c + 12)), _mm_unpackhi_epi16(hi01, hi23));
+  }
+#endif
+  for (; c < cols; ++c) {
+    int8_t* d = dst_of(c);
+    for (int i = 0; i < 4; ++i) d[i] = rows[i * cols + c];
+  }
+}
+
+}  // namespace
+
+struct Int8Conv::Output {
+  int32_t* s32 = nullptr;              // RunS32
+  const ConvRequantize* rq = nullptr;  // RunRequantized, into q
+  uint8_t* q = nullptr;
+
+  // rows x cols accumulators (leading dimension ld_acc) of output channels
+  // [channel, channel + rows) go to element `offset` onward, rows `ld` apart.
+  void Write(const int32_t* acc, int64_t ld_acc, int64_t channel, int64_t rows, int64_t cols,
+             int64_t offset, int64_t ld) const {
+    if (s32 != nullptr) {
+      for (int64_t r = 0; r < rows; ++r) std::copy_n(acc + r * ld_acc, cols, s32 + offset + r * ld);
+      return;
+    }
+    RequantizeParams params;
+    params.zero_point = rq->zero_point;
+    params.output_type = rq->output_type;
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t o = channel + r;
+      params.multiplier = rq->multipliers + (rq->per_channel ? o : 0);
+      params.bias = rq->bias ? rq->bias + o : nullptr;
+      RequantizeS32(acc + r * ld_acc, ld_acc, 1, cols, params, q + offset + r * ld, ld);
+    }
+  }
+};
+
+Int8Conv::Int8Conv(const ConvGeometry& shape, const Int8ConvOperand& w, Isa isa)
+    : shape_(shape), isa_(isa) {
+  OCTET_CHECK(shape.group >= 1 && shape.in_channels % shape.group == 0 &&
+                  shape.out_channels % shape.group == 0,
+              "int8 convolution: group ", shape.group, " does not divide in_channels ",
+              shape.in_channels, " and out_channels ", shape.out_channels);
+  OCTET_CHECK(IsaSupported(isa), "int8 convolution: instruction set ", IsaName(isa),
+              " cannot run here: ", IsaUnsupportedReason(isa));
+  const int64_t in_per_group = shape.in_channels / shape.group;
+  const int64_t out_per_group = shape.out_channels / shape.group;
+  const int64_t taps = shape.kernel_h * shape.kernel_w;
+  k_ = in_per_group * taps;
+  OCTET_CHECK(k_ <= kGemmMaxK, "int8 convolution: ", in_per_group, " input channels x ", taps,
+              " kernel taps = ", k_, " products per output exceed ", kGemmMaxK,
+              ", the largest count whose int32 accumulation is exact for all 8-bit inputs");
+  k_groups_ = CeilDiv(k_, kGroup);
+  const auto* bytes = static_cast<const uint8_t*>(w.data);
+  auto w_zero = [&](int64_t o) { return w.zero ? w.zero[w.zero_per_channel ? o : 0] : 0; };
+  depthwise_ = in_per_group == 1;
+  if (depthwise_) {
+    taps_.resize(shape.out_channels * taps);
+    for (int64_t o = 0; o < shape.out_channels; ++o) {
+      for (int64_t t = 0; t < taps; ++t) {
+        const uint8_t b = bytes[o * taps + t];
+        const int32_t v = w.is_signed ? static_cast<int8_t>(b) : b;
+        taps_[o * taps + t] = v - w_zero(o);
+      }
+    }
+    return;
+  }
+  // The weights are the GEMM's A operand: packed per group, with row terms.
+  const TileShape s = gemm::TileShapeFor(isa);
+  packed_w_.resize(shape.out_channels * k_groups_ * kGroup);
+  row_neg_za_.resize(shape.out_channels);
+  row_neg_sum_.resize(shape.out_channels);
+  const int32_t a_shift = w.is_signed == s.a_unsigned ? (w.is_signed ? 128 : -128) : 0;
+  for (int64_t gi = 0; gi < shape.group; ++gi) {
+    const int64_t o0 = gi * out_per_group;
+    gemm::PackA(Int8Operand{bytes + o0 * k_, w.is_signed, k_}, 0, out_per_group, k_, s,
+                packed_w_.data() + o0 * k_groups_ * kGroup, row_neg_sum_.data() + o0);
+  }
+  for (int64_t o = 0; o < shape.out_channels; ++o) {
+    row_neg_za_[o] = static_cast<int32_t>(0u - static_cast<uint32_t>(w_zero(o) + a_shift));
+    row_neg_sum_[o] = static_cast<int32_t>(0u - static_cast<uint32_t>(row_neg_sum_[o]));
+  }
+}
+
+void Int8Conv::RunS32(const ConvGeometry& g, const Int8ConvOperand& x, int32_t* y,
+                      ThreadPool* pool) const {
+  Output out;
+  out.s32 = y;
+  Run(g, x, out, pool);
+}
+
+void Int8Conv::RunRequantized(const ConvGeometry& g, const Int8ConvOperand& x,
+                              const ConvRequantize& rq, void* y, ThreadPool* pool) const {
+  OCTET_CHECK(rq.output_type == DType::kUInt8 || rq.output_type == DType::kInt8,
+              "int8 convolution: output type ", DTypeName(rq.output_type), " is not uint8 or int8");
+  Output out;
+  out.rq = &rq;
+  out.q = static_cast<uint8_t*>(y);
+  Run(g, x, out, pool);
+}
+
+void Int8Conv::Run(const ConvGeometry& g, const Int8ConvOperand& x, const Output& out,
+                   ThreadPool* pool) const {
+  OCTET_CHECK(g.out_channels == shape_.out_channels && g.in_channels == shape_.in_channels &&
+                  g.group == shape_.group && g.kernel_h == shape_.kernel_h &&
+                  g.kernel_w == shape_.kernel_w,
+              "int8 convolution: run geometry (", g.out_channels, " x ", g.in_channels, "/",
+              g.group, " x ", g.kernel_h, "x", g.kernel_w, ") differs from the packed weights (",
+              shape_.out_channels, " x ", shape_.in_channels, "/", shape_.group, " x ",
+              shape_.kernel_h, "x", shape_.kernel_w, ")");
+  OCTET_CHECK(!x.zero_per_channel, "int8 convolution: x zero point must be per tensor");
+  const int32_t x_zero = x.zero ? x.zero[0] : 0;
+  OCTET_CHECK(x_zero >= (x.is_signed ? -128 : 0) && x_zero <= (x.is_signed ? 127 : 255),
+              "int8 convolution: x zero point ", x_zero, " is outside the ",
+              x.is_signed ? "int8" : "uint8", " range");
+  if (g.batch == 0 || g.out_channels == 0 || g.out_h * g.out_w == 0) return;
+  OCTET_CHECK(out.rq == nullptr || out.rq->multipliers != nullptr,
+              "int8 convolution: no requantization multiplier");
+  OCTET_CHECK(x.data != nullptr || g.in_channels * g.in_h * g.in_w == 0,
+              "int8 convolution: x data is null");
+  if (depthwise_) {
+    RunDepthwise(g, x, out, pool);
+  } else {
+    RunGemm(g, x, out, pool);
+  }
+}
+
+void Int8Conv::RunGemm(const ConvGeometry& g, const Int8ConvOperand& x, const Output& out,
+                       ThreadPool* pool) const {
+  const TileShape s = gemm::TileShapeFor(isa_);
+  const TileFn tile = TileFnFor(isa_);
+  const int64_t pixels = g.out_h * g.out_w, in_plane = g.in_h * g.in_w;
+  const int64_t in_per_group = g.in_channels / g.group, out_per_group = g.out_channels / g.group;
+  const int64_t taps = g.kernel_h * g.kernel_w, kg = k_groups_;
+
+  const int64_t fit = kPackBytes / std::max<int64_t>(1, kg * kGroup) / s.nr * s.nr;
+  const int64_t block_pixels = std::min(std::clamp<int64_t>(fit, s.nr, kMaxBlockPixels), pixels);
+  const int64_t pixel_blocks = CeilDiv(pixels, block_pixels);
+  const int64_t outer_items = g.batch * g.group * pixel_blocks;
+  int64_t block_rows = out_per_group;
+  if (outer_items < kMinItems) {
+    const int64_t parts = CeilDiv(kMinItems, outer_items);
+    block_rows = std::max<int64_t>(s.mr, CeilDiv(CeilDiv(out_per_group, parts), s.mr) * s.mr);
+  }
+  const int64_t row_blocks = std::max<int64_t>(1, CeilDiv(out_per_group, block_rows));
+
+  const uint8_t flip = x.is_signed ? 0 : 0x80;  // B domain: uint8 x stored as x - 128
+  const int32_t x_zero = x.zero ? x.zero[0] : 0;
+  const int32_t zb = x_zero - (x.is_signed ? 0 : 128);
+  const auto* x_bytes = static_cast<const uint8_t*>(x.data);
+  const uint8_t* packed_w = packed_w_.data();
+
+  RunParallel(pool, outer_items * row_blocks, [&](int64_t t0, int64_t t1) {
+    Scratch& sc = ThreadScratch();
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t rb = t % row_blocks, item = t / row_blocks;
+      const int64_t pb = item % pixel_blocks, ng = item / pixel_blocks;
+      const int64_t gi = ng % g.group, n = ng / g.group;
+      const int64_t p0 = pb * block_pixels, count = std::min(block_pixels, pixels - p0);
+      const int64_t cols = CeilDiv(count, s.nr) * s.nr, panels = cols / s.nr;
+      const int64_t m0 = rb * block_rows, m1 = std::min(out_per_group, m0 + block_rows);
+
+      // Pack the block's im2col columns (k = (c, ky, kx), as in w) with column sums.
+      sc.packed_b.resize(kg * kGroup * cols);
+      sc.rows.resize(kGroup * cols);
+      sc.col_sum.assign(cols, 0);
+      const uint8_t* x_group = x_bytes + (n * g.in_channels + gi * in_per_group) * in_plane;
+      auto* packed_b = reinterpret_cast<int8_t*>(sc.packed_b.data());
+      for (int64_t grp = 0; grp < kg; ++grp) {
+        for (int i = 0; i < kGroup; ++i) {
+          const int64_t k = grp * kGroup + i;
+          int8_t* row = sc.rows.data() + i * cols;
+          if (k >= k_) {  // padding k: the packed weights are 0 there
+            std::fill_n(row, cols, 0);
+            continue;
+          }
+          const int64_t c = k / taps, tap = k % taps;
+          BuildIm2colRow(g, x_group + c * in_plane, tap / g.kernel_w, tap % g.kernel_w, p0, count,
+                         flip, static_cast<int8_t>(zb), row);
+          std::fill(row + count, row + cols, 0);
+          int32_t* sums = sc.col_sum.data();
+          for (int64_t j = 0; j < count; ++j) sums[j] += row[j];
+        }
+        InterleaveGroup(sc.rows.data(), cols, s.nr, kg * s.nr * kGroup,
+                        packed_b + grp * s.nr * kGroup);
+      }
+      sc.col_term.resize(cols);
+      sc.col_zb.assign(cols, zb);
+      for (int64_t j = 0; j < cols; ++j) {
+        sc.col_term[j] =
+            static_cast<int32_t>(static_cast<uint32_t>(sc.col_sum[j]) -
+                                 static_cast<uint32_t>(k_) * static_cast<uint32_t>(zb));
+      }
+
+      // acc (rows m0..m1 of the group x cols) = W_group * packed block.
+      sc.acc.resize((m1 - m0) * cols);
+      const int64_t o_base = gi * out_per_group;
+      const int64_t kc = m1 - m0 <= s.mr ? std::max<int64_t>(kg, 1) : kKcGroups;
+      for (int64_t g0 = 0; g0 < std::max<int64_t>(kg, 1); g0 += kc) {
+        const int64_t groups = std::min(kc, kg - g0);
+        const bool first = g0 == 0, last = g0 + kc >= kg;
+        for (int64_t q = 0; q < panels; ++q) {
+          for (int64_t m = m0; m < m1; m += s.mr) {
+            const int rows = static_cast<int>(std::min<int64_t>(s.mr, out_per_group - m));
+            TileArgs args;
+            args.a = packed_w + ((o_base + m) * kg + g0 * rows) * kGroup;
+            args.b = packed_b + (q * kg + g0) * s.nr * kGroup;
+            args.k_groups = groups;
+            args.c = sc.acc.data() + (m - m0) * cols + q * s.nr;
+            args.ldc = cols;
+            args.accumulate = !first;
+            args.row_neg_za = last ? row_neg_za_.data() + o_base + m : nullptr;
+            args.row_neg_sum = row_neg_sum_.data() + o_base + m;
+            args.col_term = sc.col_term.data() + q * s.nr;
+            args.col_zb = sc.col_zb.data() + q * s.nr;
+            tile(rows, args);
+          }
+        }
+      }
+      out.Write(sc.acc.data(), cols, o_base + m0, m1 - m0, count,
+                (n * g.out_channels + o_base + m0) * pixels + p0, pixels);
+    }
+  });
+}
+
+void Int8Conv::RunDepthwise(const ConvGeometry& g, const Int8ConvOperand& x, const Output& out,
+                            ThreadPool* pool) const {
+  const int64_t pixels = g.out_h * g.out_w, in_plane = g.in_h * g.in_w;
+  const int64_t out_per_group = g.out_channels / g.group, taps = g.kernel_h * g.kernel_w;
+  const int64_t phase_len = conv::DepthwisePhaseLength(g);
+  const int32_t x_zero = x.zero ? x.zero[0] : 0;
+  const auto* x_bytes = static_cast<const uint8_t*>(x.data);
+#if defined(__x86_64__) || defined(_M_X64)
+  const auto channel_fn =
+      isa_ == Isa::kAvx512Vnni ? conv::DepthwiseChannelAvx512 : conv::DepthwiseChannelScalar;
+#else
+  const auto channel_fn = conv::DepthwiseChannelScalar;
+#endif
+  // One item per (batch, input channel): its plane serves each of its output channels.
+  RunParallel(pool, g.batch * g.group, [&](int64_t t0, int64_t t1) {
+    Scratch& sc = ThreadScratch();
+    sc.plane.resize(g.in_h * g.stride_w * phase_len);
+    sc.acc.resize(pixels);
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t n = t / g.group, c = t % g.group;
+      conv::BuildDepthwisePlane(g, x_bytes + (n * g.in_channels + c) * in_plane, x.is_signed,
+                                x_zero, sc.plane.data());
+      const conv::DepthwisePlane plane{sc.plane.data(), g.stride_w * phase_len, phase_len};
+      for (int64_t j = 0; j < out_per_group; ++j) {
+        const int64_t o = c * out_per_group + j;
+        channel_fn(g, plane, taps_.data() + o * taps, sc.acc.data());
+        out.Write(sc.acc.data(), pixels, o, 1, pixels, (n * g.out_channels + o) * pixels, pixels);
+      }
+    }
+  });
+}
+
+}  // namespace octet

@@ -1,0 +1,82 @@
+// The exact int8 convolution (ConvInteger, QLinearConv, fused DQ -> Conv -> Q):
+// NCHW activations, OIHW weights, 1-D and 2-D, groups, strides, dilations and
+// pads, computed on the raw 8-bit integers and identical to ConvReferenceS32
+// on every instruction-set path and thread count. docs/conv.md describes it.
+//
+// An Int8Conv is made once per constant weight (session creation): it packs
+// each group's weights for the GEMM micro-kernel (gemm_pack.h) with their row
+// sums and zero-point terms. Each run packs the im2col view of x straight into
+// the micro-kernel's B layout, one block of output pixels at a time (no column
+// buffer), and applies the requantization epilogue (requantize.h) to each
+// block while it is in cache. Depthwise convolutions (one input channel per
+// group) take a direct kernel instead.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/tensor.h"
+#include "kernels/int8/conv_reference.h"  // ConvGeometry, Int8ConvOperand
+#include "kernels/isa.h"
+
+namespace octet {
+
+class ThreadPool;
+
+// The QLinearConv epilogue, per output channel o:
+//   y = requantize(acc + bias[o], multipliers[per_channel ? o : 0], zero_point)
+// with requantize.h's formula (multiplier = x_scale * w_scale[o] / y_scale).
+struct ConvRequantize {
+  const float* multipliers = nullptr;  // out_channels entries when per_channel, else one
+  bool per_channel = false;
+  const int32_t* bias = nullptr;  // out_channels entries, or null
+  int32_t zero_point = 0;         // within output_type's range
+  DType output_type = DType::kUInt8;
+};
+
+class Int8Conv {
+ public:
+  // Packs w [out_channels, in_channels / group, kernel_h, kernel_w] (its bytes
+  // are copied; w need not outlive the object). Only the weight fields of
+  // `shape` are used (out_channels, in_channels, group, kernel_h, kernel_w);
+  // w.zero holds one value or out_channels values (w.zero_per_channel).
+  // Throws octet::Error when K = in_channels / group * kernel_h * kernel_w
+  // exceeds kGemmMaxK or `isa` cannot run here.
+  Int8Conv(const ConvGeometry& shape, const Int8ConvOperand& w, Isa isa = ActiveIsa());
+
+  // y: int32 [batch, out_channels, out_h, out_w] = ConvReferenceS32(g, x, w).
+  // g must match the weight fields given at creation; x.zero is one value.
+  void RunS32(const ConvGeometry& g, const Int8ConvOperand& x, int32_t* y, ThreadPool* pool) const;
+
+  // y: uint8/int8 [batch, out_channels, out_h, out_w], the convolution
+  // requantized by `rq`.
+  void RunRequantized(const ConvGeometry& g, const Int8ConvOperand& x, const ConvRequantize& rq,
+                      void* y, ThreadPool* pool) const;
+
+  bool depthwise() const { return depthwise_; }
+  Isa isa() const { return isa_; }
+
+ private:
+  struct Output;  // RunS32's or RunRequantized's destination
+  void Run(const ConvGeometry& g, const Int8ConvOperand& x, const Output& out,
+           ThreadPool* pool) const;
+  void RunGemm(const ConvGeometry& g, const Int8ConvOperand& x, const Output& out,
+               ThreadPool* pool) const;
+  void RunDepthwise(const ConvGeometry& g, const Int8ConvOperand& x, const Output& out,
+                    ThreadPool* pool) const;
+
+  ConvGeometry shape_;
+  Isa isa_;
+  bool depthwise_ = false;
+  int64_t k_ = 0;         // in_channels / group * kernel_h * kernel_w
+  int64_t k_groups_ = 0;  // k_ rounded up to groups of 4
+  // GEMM path: per group, the packed weight panels (gemm_pack.h's A layout)
+  // and per output channel -(w_zero in the A domain) and -(row sum).
+  std::vector<uint8_t> packed_w_;
+  std::vector<int32_t> row_neg_za_, row_neg_sum_;
+  // Depthwise path: w - w_zero per output channel and tap.
+  std::vector<int32_t> taps_;
+};
+
+}  // namespace octet

@@ -1,0 +1,51 @@
+#include "kernels/int8/conv_depthwise.h"
+
+#include <algorithm>
+
+namespace octet::conv {
+
+int64_t DepthwisePhaseLength(const ConvGeometry& g) {
+  const int64_t padded_w = (g.out_w - 1) * g.stride_w + (g.kernel_w - 1) * g.dilation_w + 1;
+  return (padded_w + g.stride_w - 1) / g.stride_w;
+}
+
+void BuildDepthwisePlane(const ConvGeometry& g, const uint8_t* channel, bool is_signed,
+                         int32_t x_zero, int32_t* plane) {
+  const int64_t phase_len = DepthwisePhaseLength(g), s = g.stride_w;
+  for (int64_t iy = 0; iy < g.in_h; ++iy) {
+    const uint8_t* src = channel + iy * g.in_w;
+    int32_t* row = plane + iy * s * phase_len;
+    for (int64_t ph = 0; ph < s; ++ph) {
+      int32_t* dst = row + ph * phase_len;
+      for (int64_t t = 0; t < phase_len; ++t) {
+        const int64_t ix = t * s + ph - g.pad_left;
+        int32_t v = 0;
+        if (ix >= 0 && ix < g.in_w) {
+          v = (is_signed ? static_cast<int32_t>(static_cast<int8_t>(src[ix])) : src[ix]) - x_zero;
+        }
+        dst[t] = v;
+      }
+    }
+  }
+}
+
+void DepthwiseChannelScalar(const ConvGeometry& g, const DepthwisePlane& p, const int32_t* taps,
+                            int32_t* out) {
+  for (int64_t oy = 0; oy < g.out_h; ++oy) {
+    uint32_t* acc = reinterpret_cast<uint32_t*>(out + oy * g.out_w);
+    std::fill_n(acc, g.out_w, 0u);
+    for (int64_t ky = 0; ky < g.kernel_h; ++ky) {
+      const int64_t iy = oy * g.stride_h - g.pad_top + ky * g.dilation_h;
+      if (iy < 0 || iy >= g.in_h) continue;  // padding rows contribute 0
+      const int32_t* row = p.data + iy * p.row_len;
+      for (int64_t kx = 0; kx < g.kernel_w; ++kx) {
+        const int64_t offset = kx * g.dilation_w;
+        const int32_t* src = row + (offset % g.stride_w) * p.phase_len + offset / g.stride_w;
+        const uint32_t w = static_cast<uint32_t>(taps[ky * g.kernel_w + kx]);
+        for (int64_t ox = 0; ox < g.out_w; ++ox) acc[ox] += static_cast<uint32_t>(src[ox]) * w;
+      }
+    }
+  }
+}
+
+}  // namespace octet::conv

@@ -1,0 +1,39 @@
+// Internal to Int8Conv (conv.cc): the direct kernel for depthwise
+// convolutions, where each output channel reads one input channel.
+//
+// The input channel is first widened to int32 as x - x_zero (so padding is 0)
+// and each row is split into stride_w phases: phase ph holds padded columns
+// ph, ph + stride_w, ph + 2 stride_w, ... Then every tap (ky, kx) reads a
+// contiguous run of out_w values, at phase (kx * dilation_w) % stride_w and
+// offset (kx * dilation_w) / stride_w, and the kernel is a sum of scaled rows.
+// Integer sums wrap modulo 2^32, so every path gives the same bytes.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/int8/conv_reference.h"
+
+namespace octet::conv {
+
+struct DepthwisePlane {
+  const int32_t* data;  // in_h rows of row_len values
+  int64_t row_len;      // stride_w * phase_len
+  int64_t phase_len;    // values per phase: ceil(padded width / stride_w)
+};
+
+// Values per phase for geometry g.
+int64_t DepthwisePhaseLength(const ConvGeometry& g);
+
+// Fills plane (in_h * stride_w * phase_len values) from one input channel.
+void BuildDepthwisePlane(const ConvGeometry& g, const uint8_t* channel, bool is_signed,
+                         int32_t x_zero, int32_t* plane);
+
+// out[oy * out_w + ox] = sum over taps of plane values * taps[ky * kernel_w + kx].
+void DepthwiseChannelScalar(const ConvGeometry& g, const DepthwisePlane& p, const int32_t* taps,
+                            int32_t* out);
+#if defined(__x86_64__) || defined(_M_X64)
+void DepthwiseChannelAvx512(const ConvGeometry& g, const DepthwisePlane& p, const int32_t* taps,
+                            int32_t* out);
+#endif
+
+}  // namespace octet::conv

@@ -1,0 +1,231 @@
+// com.microsoft MatMulIntegerToFloat and DynamicQuantizeMatMul (opset 1): the
+// int8 product with a float output, on the fast int8 GEMM (B packed once when
+// constant) and the shared float epilogue (kernels/int8/requantize.h), in
+// ONNX Runtime 1.31.1's order (checked by tools/bench_vs_ort.py --check-only
+// and tests/unit/integer_matmul_test.cc):
+//
+//   multiplier[n] = a_scale * b_scale[n]                 float32
+//   y = float(acc) * multiplier[n] + bias[n]             float32 multiply, then float32 add
+//
+// DynamicQuantizeMatMul first quantizes the float A to uint8 exactly as
+// DynamicQuantizeLinear does (docs/int8.md), then runs the same product.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include "kernels/int8/requantize.h"
+#include "ops/int_matmul_shape.h"
+#include "ops/int_params.h"
+#include "ops/registry.h"
+#include "runtime/thread_pool.h"
+
+namespace octet {
+
+namespace {
+
+// Elements per unit of parallel work when quantizing A.
+constexpr int64_t kQuantizeChunk = 16 * 1024;
+
+void ForChunks(ThreadPool* pool, int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
+  const int64_t chunks = (n + kQuantizeChunk - 1) / kQuantizeChunk;
+  auto run = [&](int64_t c0, int64_t c1) {
+    fn(c0 * kQuantizeChunk, std::min(n, c1 * kQuantizeChunk));
+  };
+  if (pool != nullptr) {
+    pool->ParallelFor(chunks, run);
+  } else if (chunks > 0) {
+    run(0, chunks);
+  }
+}
+
+struct DynamicQuantization {
+  float scale = 1.f;
+  int32_t zero_point = 0;
+};
+
+// DynamicQuantizeLinear's parameters (uint8), in ONNX Runtime's order:
+// min/max include 0; scale = (max - min) / 255 (1 when max == min);
+// zero point = round_half_even(clamp(0 - min / scale, 0, 255)), NaN -> 255.
+// A NaN in x propagates (scale NaN), as octet's DynamicQuantizeLinear does.
+DynamicQuantization ComputeDynamicQuantization(const float* x, int64_t n, ThreadPool* pool) {
+  const int64_t chunks = (n + kQuantizeChunk - 1) / kQuantizeChunk;
+  std::vector<float> lows(chunks, 0.f), highs(chunks, 0.f);
+  std::vector<char> nans(chunks, 0);
+  ForChunks(pool, n, [&](int64_t begin, int64_t end) {
+    float low = 0.f, high = 0.f;
+    bool nan = false;
+    for (int64_t i = begin; i < end; ++i) {
+      nan |= std::isnan(x[i]);
+      low = std::min(low, x[i]);
+      high = std::max(high, x[i]);
+    }
+    const int64_t c = begin / kQuantizeChunk;
+    lows[c] = low;
+    highs[c] = high;
+    nans[c] = nan;
+  });
+  float low = 0.f, high = 0.f;
+  for (int64_t c = 0; c < chunks; ++c) {
+    low = std::min(low, lows[c]);
+    high = std::max(high, highs[c]);
+  }
+  if (std::find(nans.begin(), nans.end(), 1) != nans.end())
+    low = high = std::numeric_limits<float>::quiet_NaN();
+  DynamicQuantization q;
+  q.scale = high == low ? 1.0f : (high - low) / 255.0f;
+  const float initial_zero_point = 0.0f - low / q.scale;
+  q.zero_point =
+      std::isnan(initial_zero_point)
+          ? 255
+          : static_cast<int32_t>(std::nearbyint(std::clamp(initial_zero_point, 0.0f, 255.0f)));
+  return q;
+}
+
+// y = round_half_even(clamp(x / scale, -zp, 255 - zp)) + zp (NaN -> 0), the
+// saturating float path of QuantizeLinear.
+void QuantizeToUint8(const float* x, int64_t n, const DynamicQuantization& q, uint8_t* y,
+                     ThreadPool* pool) {
+  const float lo = static_cast<float>(0 - q.zero_point);
+  const float hi = static_cast<float>(255 - q.zero_point);
+  ForChunks(pool, n, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      float v = x[i] / q.scale;
+      v = v > lo ? v : lo;
+      v = v < hi ? v : hi;
+      y[i] = static_cast<uint8_t>(static_cast<int32_t>(std::nearbyint(v)) + q.zero_point);
+    }
+  });
+}
+
+// The product and float epilogue shared by both operators.
+class IntegerToFloatMatMul {
+ public:
+  IntegerToFloatMatMul(const KernelInit& init, size_t b_index, size_t b_zero_index)
+      : b_(init, b_index), b_zero_(init, b_zero_index, b_index, "b_zero_point") {}
+
+  // a: uint8/int8 with per-tensor zero point a_zero (null = 0).
+  void Run(KernelContext& ctx, const Tensor& a, const int32_t* a_zero, float a_scale,
+           const Tensor& b, const Tensor& b_scale, const Tensor* bias) const {
+    const Node& node = ctx.node();
+    const MatMulShape shape = ComputeMatMulShape(node, a.shape(), b.shape());
+    std::vector<int32_t> b_zero_storage;
+    const MatMulZeroPoints b_zero = b_zero_.Get(ctx, b, false, b_zero_storage);
+    const ParamLayout b_scale_layout = ColumnParamLayout(node, b_scale, b.shape(), "b_scale");
+    std::vector<float> multipliers = ReadScales(node, b_scale, "b_scale");
+    for (float& m : multipliers) m = a_scale * m;
+    if (bias) {
+      OCTET_CHECK(bias->dtype() == DType::kFloat32 && bias->shape() == Shape{shape.n},
+                  node.Describe(), ": bias has dtype ", DTypeName(bias->dtype()), " and shape ",
+                  ShapeToString(bias->shape()), "; expected float [N] = [", shape.n, "]");
+    }
+    PackedMatMulB b_storage;
+    const PackedMatMulB& packed = b_.Get(node, b, b_storage);
+
+    Tensor& y = ctx.AllocateOutput(0, DType::kFloat32, shape.output);
+    float* y_data = y.data<float>();
+    FloatOutputParams params;
+    params.scale_per_column = b_scale_layout.per_vector();
+    params.bias = bias ? bias->data<float>() : nullptr;
+    params.bias_per_column = true;
+    const Isa isa = ActiveIsa();
+    MatMulZeroPoints a_zero_points;
+    a_zero_points.values = a_zero;
+    RunIntMatMul(shape, a, a_zero_points, packed, b_zero, ctx.pool(), nullptr,
+                 [&](int64_t entry, int64_t row0, int64_t rows, const int32_t* acc) {
+                   FloatOutputParams p = params;
+                   p.scale =
+                       multipliers.data() + b_scale_layout.MatrixOffset(shape.b_matrix[entry]);
+                   ScaleS32ToFloat(acc, shape.n, rows, shape.n, p,
+                                   y_data + (entry * shape.m + row0) * shape.n, shape.n, isa);
+                 });
+  }
+
+ private:
+  MatMulBInput b_;
+  ZeroPointInput b_zero_;
+};
+
+// Inputs: A, B, a_scale, b_scale, a_zero_point?, b_zero_point?, bias?
+class MatMulIntegerToFloatKernel : public OpKernel {
+ public:
+  explicit MatMulIntegerToFloatKernel(const KernelInit& init) : product_(init, 1, 5) {}
+
+  void Run(KernelContext& ctx) override {
+    const Node& node = ctx.node();
+    const Tensor& a = ctx.input(0);
+    CheckInt8Operand(node, a, "A");
+    // ONNX Runtime scales the output afterwards for a per-row a_scale (a
+    // different float order); octet takes per-tensor A parameters only.
+    CheckPerTensor(node, ctx.input(2), "a_scale");
+    const float a_scale = ReadScales(node, ctx.input(2), "a_scale")[0];
+    std::vector<int32_t> a_zero;
+    if (ctx.has_input(4)) {
+      CheckPerTensor(node, ctx.input(4), "a_zero_point");
+      a_zero = ReadZeroPoints(node, ctx.input(4), a.dtype(), "a_zero_point");
+    }
+    product_.Run(ctx, a, a_zero.empty() ? nullptr : a_zero.data(), a_scale, ctx.input(1),
+                 ctx.input(3), ctx.has_input(6) ? &ctx.input(6) : nullptr);
+  }
+
+ private:
+  IntegerToFloatMatMul product_;
+};
+
+// Inputs: A (float), B, b_scale, b_zero_point?, bias?
+class DynamicQuantizeMatMulKernel : public OpKernel {
+ public:
+  explicit DynamicQuantizeMatMulKernel(const KernelInit& init) : product_(init, 1, 3) {}
+
+  void Run(KernelContext& ctx) override {
+    const Tensor& a = ctx.input(0);
+    const DynamicQuantization q = ComputeDynamicQuantization(a.data<float>(), a.numel(), ctx.pool());
+    Tensor a_quantized(DType::kUInt8, a.shape());
+    QuantizeToUint8(a.data<float>(), a.numel(), q, a_quantized.data<uint8_t>(), ctx.pool());
+    product_.Run(ctx, a_quantized, &q.zero_point, q.scale, ctx.input(1), ctx.input(2),
+                 ctx.has_input(4) ? &ctx.input(4) : nullptr);
+  }
+
+ private:
+  IntegerToFloatMatMul product_;
+};
+
+DType InputOr(const std::vector<DType>& t, size_t i) {
+  return i < t.size() ? t[i] : DType::kUndefined;
+}
+
+bool Omitted(DType t) { return t == DType::kUndefined; }
+
+bool AcceptsMatMulIntegerToFloat(const Node&, const std::vector<DType>& t) {
+  return t.size() >= 4 && t.size() <= 7 && IsInt8Type(t[0]) && IsInt8Type(t[1]) &&
+         t[2] == DType::kFloat32 && t[3] == DType::kFloat32 &&
+         (Omitted(InputOr(t, 4)) || InputOr(t, 4) == t[0]) &&
+         (Omitted(InputOr(t, 5)) || InputOr(t, 5) == t[1]) &&
+         (Omitted(InputOr(t, 6)) || InputOr(t, 6) == DType::kFloat32);
+}
+
+bool AcceptsDynamicQuantizeMatMul(const Node&, const std::vector<DType>& t) {
+  return t.size() >= 3 && t.size() <= 5 && t[0] == DType::kFloat32 && IsInt8Type(t[1]) &&
+         t[2] == DType::kFloat32 && (Omitted(InputOr(t, 3)) || InputOr(t, 3) == t[1]) &&
+         (Omitted(InputOr(t, 4)) || InputOr(t, 4) == DType::kFloat32);
+}
+
+std::vector<DType> FloatOutput(const Node&, const std::vector<DType>&) {
+  return {DType::kFloat32};
+}
+
+}  // namespace
+
+void RegisterMsQuantMatMulOps(KernelRegistry& r) {
+  r.Register({kMsDomain, "MatMulIntegerToFloat", 1, 1 << 30, AcceptsMatMulIntegerToFloat,
+              FloatOutput, [](const KernelInit& init) {
+                return std::make_unique<MatMulIntegerToFloatKernel>(init);
+              }});
+  r.Register({kMsDomain, "DynamicQuantizeMatMul", 1, 1 << 30, AcceptsDynamicQuantizeMatMul,
+              FloatOutput, [](const KernelInit& init) {
+                return std::make_unique<DynamicQuantizeMatMulKernel>(init);
+              }});
+}
+
+}  // namespace octet

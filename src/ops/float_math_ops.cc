@@ -1,0 +1,580 @@
+// Float32 math a transformer encoder needs: unary functions and activations,
+// Pow, reductions, Softmax, LayerNormalization, Gemm and Gelu (ONNX opset 20
+// and com.microsoft Gelu/FastGelu). Neg/Abs also take signed integers,
+// ReduceSum/Max/Min int32/int64.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "kernels/float/broadcast.h"
+#include "kernels/float/matmul_float.h"
+#include "ops/registry.h"
+#include "runtime/thread_pool.h"
+
+namespace octet {
+
+namespace {
+
+constexpr int kLatest = 1 << 30;
+
+template <typename Kernel>
+std::unique_ptr<OpKernel> Create(const KernelInit& init) {
+  return std::make_unique<Kernel>(init);
+}
+
+bool AllFloat32(const Node&, const std::vector<DType>& types) {
+  return std::all_of(types.begin(), types.end(),
+                     [](DType t) { return t == DType::kFloat32 || t == DType::kUndefined; });
+}
+
+std::vector<DType> SameAsInput0(const Node& node, const std::vector<DType>& t) {
+  return std::vector<DType>(std::max<size_t>(node.outputs.size(), 1), t[0]);
+}
+
+int64_t NormalizeAxis(int64_t axis, int64_t rank, const Node& node) {
+  OCTET_CHECK(axis >= -rank && axis < rank, node.Describe(), ": axis ", axis,
+              " is out of range for rank ", rank);
+  return axis < 0 ? axis + rank : axis;
+}
+
+// ---- Unary element-wise -----------------------------------------------------
+
+float Erf(float x) { return std::erf(x); }
+float Sigmoid(float x) { return 1.f / (1.f + std::exp(-x)); }
+float GeluErf(float x) { return 0.5f * x * (1.f + std::erf(x * static_cast<float>(M_SQRT1_2))); }
+float GeluTanh(float x) {
+  constexpr float kSqrt2OverPi = 0.7978845608028654f;
+  return 0.5f * x * (1.f + std::tanh(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
+}
+
+// A float -> float function with the node's attributes bound at creation.
+class UnaryKernel : public OpKernel {
+ public:
+  using Fn = std::function<float(float)>;
+  explicit UnaryKernel(Fn fn) : fn_(std::move(fn)) {}
+  void Run(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    Tensor& out = ctx.AllocateOutput(0, DType::kFloat32, x.shape());
+    const float* px = x.data<float>();
+    float* po = out.data<float>();
+    for (int64_t i = 0; i < x.numel(); ++i) po[i] = fn_(px[i]);
+  }
+
+ private:
+  Fn fn_;
+};
+
+// Neg and Abs on signed integers (wrap-around for the minimum, as two's complement).
+template <typename T>
+void IntegerUnary(const Tensor& x, Tensor& out, bool negate) {
+  const T* px = static_cast<const T*>(x.raw());
+  T* po = static_cast<T*>(out.raw());
+  using Wide = std::make_unsigned_t<T>;
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const bool flip = negate || px[i] < 0;
+    po[i] = flip ? static_cast<T>(Wide{0} - static_cast<Wide>(px[i])) : px[i];
+  }
+}
+
+class NegAbsKernel : public OpKernel {
+ public:
+  NegAbsKernel(bool negate) : negate_(negate) {}
+  void Run(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    Tensor& out = ctx.AllocateOutput(0, x.dtype(), x.shape());
+    switch (x.dtype()) {
+      case DType::kFloat32: {
+        const float* px = x.data<float>();
+        float* po = out.data<float>();
+        for (int64_t i = 0; i < x.numel(); ++i) po[i] = negate_ ? -px[i] : std::fabs(px[i]);
+        return;
+      }
+      case DType::kInt8:
+        return IntegerUnary<int8_t>(x, out, negate_);
+      case DType::kInt16:
+        return IntegerUnary<int16_t>(x, out, negate_);
+      case DType::kInt32:
+        return IntegerUnary<int32_t>(x, out, negate_);
+      case DType::kInt64:
+        return IntegerUnary<int64_t>(x, out, negate_);
+      default:
+        Fail(ctx.node().Describe(), ": dtype ", DTypeName(x.dtype()), " not supported");
+    }
+  }
+
+ private:
+  bool negate_;
+};
+
+// ---- Pow ----------------------------------------------------------------------
+
+class PowKernel : public OpKernel {
+ public:
+  explicit PowKernel(const KernelInit&) {}
+  void Run(KernelContext& ctx) override {
+    const Tensor& a = ctx.input(0);
+    const Tensor& b = ctx.input(1);
+    std::optional<Shape> shape = BroadcastShapes(a.shape(), b.shape());
+    OCTET_CHECK(shape.has_value(), ctx.node().Describe(), ": shapes ", ShapeToString(a.shape()),
+                " and ", ShapeToString(b.shape()), " do not broadcast");
+    Tensor& out = ctx.AllocateOutput(0, DType::kFloat32, *shape);
+    const float* pa = a.data<float>();
+    float* po = out.data<float>();
+    auto run = [&](auto exponent_of) {
+      ForEachBroadcast<2>(*shape, {&a.shape(), &b.shape()},
+                          [&](int64_t i, const std::array<int64_t, 2>& off) {
+                            const float e = exponent_of(off[1]);
+                            // x^2 is what exporters emit for variance; make it one exact multiply.
+                            po[i] = e == 2.f ? pa[off[0]] * pa[off[0]] : std::pow(pa[off[0]], e);
+                          });
+    };
+    switch (b.dtype()) {
+      case DType::kFloat32:
+        return run([&](int64_t j) { return b.data<float>()[j]; });
+      case DType::kInt32:
+        return run([&](int64_t j) { return static_cast<float>(b.data<int32_t>()[j]); });
+      case DType::kInt64:
+        return run([&](int64_t j) { return static_cast<float>(b.data<int64_t>()[j]); });
+      default:
+        Fail(ctx.node().Describe(), ": exponent dtype ", DTypeName(b.dtype()));
+    }
+  }
+};
+
+// ---- Reductions ---------------------------------------------------------------
+
+enum class ReduceOp { kSum, kMean, kMax, kMin };
+
+class ReduceKernel : public OpKernel {
+ public:
+  ReduceKernel(const KernelInit& init, ReduceOp op, int axes_input_since)
+      : op_(op),
+        axes_from_input_(init.node.opset >= axes_input_since),
+        axes_attr_(init.node.GetInts("axes")),
+        keepdims_(init.node.GetInt("keepdims", 1) != 0),
+        noop_with_empty_axes_(init.node.GetInt("noop_with_empty_axes", 0) != 0) {}
+
+  void Run(KernelContext& ctx) override {
+    const Node& node = ctx.node();
+    const Tensor& x = ctx.input(0);
+    const int64_t rank = static_cast<int64_t>(x.rank());
+    std::vector<int64_t> axes = axes_attr_;
+    if (axes_from_input_ && ctx.has_input(1)) {
+      const Tensor& t = ctx.input(1);
+      OCTET_CHECK(t.dtype() == DType::kInt64 && t.rank() <= 1, node.Describe(),
+                  ": axes must be a 1-D int64 tensor");
+      axes.assign(t.data<int64_t>(), t.data<int64_t>() + t.numel());
+    }
+    if (axes.empty() && axes_from_input_ && noop_with_empty_axes_) {
+      ctx.SetOutput(0, x);
+      return;
+    }
+    std::vector<bool> reduced(rank, axes.empty());
+    for (int64_t a : axes) reduced[NormalizeAxis(a, rank, node)] = true;
+    Shape out_shape, kept_shape(rank);
+    for (int64_t d = 0; d < rank; ++d) {
+      kept_shape[d] = reduced[d] ? 1 : x.shape()[d];
+      if (!reduced[d] || keepdims_) out_shape.push_back(kept_shape[d]);
+    }
+    int64_t group = 1;
+    for (int64_t d = 0; d < rank; ++d)
+      if (reduced[d]) group *= x.shape()[d];
+    Tensor& out = ctx.AllocateOutput(0, x.dtype(), out_shape);
+    switch (x.dtype()) {
+      case DType::kFloat32:
+        return Reduce<float, double>(x, out, kept_shape, group);
+      case DType::kInt32:
+        return Reduce<int32_t, int64_t>(x, out, kept_shape, group);
+      case DType::kInt64:
+        return Reduce<int64_t, int64_t>(x, out, kept_shape, group);
+      default:
+        Fail(node.Describe(), ": dtype ", DTypeName(x.dtype()), " not supported");
+    }
+  }
+
+ private:
+  // Sums accumulate in Acc (double for float) so the result is the correctly
+  // rounded value of nearly every input, whatever order ONNX Runtime adds in.
+  template <typename T, typename Acc>
+  void Reduce(const Tensor& x, Tensor& out, const Shape& kept_shape, int64_t group) const {
+    const int64_t n_out = out.numel();
+    const bool extremum = op_ == ReduceOp::kMax || op_ == ReduceOp::kMin;
+    std::vector<Acc> acc(n_out, extremum
+                                    ? (op_ == ReduceOp::kMax ? std::numeric_limits<Acc>::lowest()
+                                                             : std::numeric_limits<Acc>::max())
+                                    : Acc{0});
+    std::vector<bool> nan(extremum ? n_out : 0, false);
+    const T* px = static_cast<const T*>(x.raw());
+    // Walk x, mapping each element to its output slot (reduced dims stride 0).
+    std::vector<int64_t> out_strides(kept_shape.size(), 0);
+    int64_t stride = 1;
+    for (size_t d = kept_shape.size(); d-- > 0;) {
+      out_strides[d] = kept_shape[d] == 1 ? 0 : stride;
+      stride *= kept_shape[d];
+    }
+    const Shape& shape = x.shape();
+    std::vector<int64_t> index(shape.size(), 0);
+    int64_t slot = 0;
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      const Acc v = static_cast<Acc>(px[i]);
+      if (extremum) {
+        if constexpr (std::is_floating_point_v<T>) {
+          if (std::isnan(px[i])) nan[slot] = true;
+        }
+        acc[slot] = op_ == ReduceOp::kMax ? std::max(acc[slot], v) : std::min(acc[slot], v);
+      } else {
+        acc[slot] += v;
+      }
+      for (size_t d = shape.size(); d-- > 0;) {
+        slot += out_strides[d];
+        if (++index[d] < shape[d]) break;
+        slot -= out_strides[d] * shape[d];
+        index[d] = 0;
+      }
+    }
+    T* po = static_cast<T*>(out.raw());
+    for (int64_t j = 0; j < n_out; ++j) {
+      if (op_ == ReduceOp::kMean) {
+        po[j] = static_cast<T>(acc[j] / static_cast<Acc>(group));
+      } else if (extremum && group == 0) {
+        // ONNX: reducing an empty set gives the identity (lowest for Max, max for Min).
+        po[j] = op_ == ReduceOp::kMax ? std::numeric_limits<T>::lowest()
+                                      : std::numeric_limits<T>::max();
+        if constexpr (std::is_floating_point_v<T>)
+          po[j] = op_ == ReduceOp::kMax ? -std::numeric_limits<T>::infinity()
+                                        : std::numeric_limits<T>::infinity();
+      } else if (extremum && nan[j]) {
+        po[j] = std::numeric_limits<T>::quiet_NaN();
+      } else {
+        po[j] = static_cast<T>(acc[j]);
+      }
+    }
+  }
+
+  ReduceOp op_;
+  bool axes_from_input_;
+  std::vector<int64_t> axes_attr_;
+  bool keepdims_;
+  bool noop_with_empty_axes_;
+};
+
+// ---- Softmax ------------------------------------------------------------------
+
+class SoftmaxKernel : public OpKernel {
+ public:
+  explicit SoftmaxKernel(const KernelInit& init)
+      : axis_(init.node.GetInt("axis", init.node.opset >= 13 ? -1 : 1)),
+        coerce_2d_(init.node.opset < 13) {}
+  void Run(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    Tensor& out = ctx.AllocateOutput(0, DType::kFloat32, x.shape());
+    const int64_t rank = static_cast<int64_t>(x.rank());
+    if (x.numel() == 0) return;
+    const int64_t axis = NormalizeAxis(axis_, std::max<int64_t>(rank, 1), ctx.node());
+    int64_t outer = 1, length = 1, inner = 1;
+    for (int64_t d = 0; d < rank; ++d) {
+      int64_t& part = d < axis ? outer : (d == axis || coerce_2d_) ? length : inner;
+      part *= x.shape()[d];
+    }
+    const float* px = x.data<float>();
+    float* po = out.data<float>();
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t in = 0; in < inner; ++in) {
+        const float* row = px + o * length * inner + in;
+        float* dst = po + o * length * inner + in;
+        float max_value = row[0];
+        for (int64_t j = 1; j < length; ++j) max_value = std::max(max_value, row[j * inner]);
+        double sum = 0;
+        for (int64_t j = 0; j < length; ++j) {
+          dst[j * inner] = std::exp(row[j * inner] - max_value);
+          sum += dst[j * inner];
+        }
+        const float scale = static_cast<float>(1.0 / sum);
+        for (int64_t j = 0; j < length; ++j) dst[j * inner] *= scale;
+      }
+    }
+  }
+
+ private:
+  int64_t axis_;
+  bool coerce_2d_;
+};
+
+// ---- LayerNormalization -------------------------------------------------------
+
+class LayerNormKernel : public OpKernel {
+ public:
+  explicit LayerNormKernel(const KernelInit& init)
+      : axis_(init.node.GetInt("axis", -1)), epsilon_(init.node.GetFloat("epsilon", 1e-5f)) {
+    OCTET_CHECK(init.node.GetInt("stash_type", 1) == 1, init.node.Describe(),
+                ": only stash_type 1 (float) is supported");
+  }
+  void Run(KernelContext& ctx) override {
+    const Node& node = ctx.node();
+    const Tensor& x = ctx.input(0);
+    const Tensor& scale = ctx.input(1);
+    const int64_t rank = static_cast<int64_t>(x.rank());
+    const int64_t axis = NormalizeAxis(axis_, rank, node);
+    const Shape norm_shape(x.shape().begin() + axis, x.shape().end());
+    auto check_param = [&](const Tensor& t, const char* what) {
+      std::optional<Shape> b = BroadcastShapes(t.shape(), norm_shape);
+      OCTET_CHECK(b && *b == norm_shape, node.Describe(), ": ", what, " shape ",
+                  ShapeToString(t.shape()), " does not broadcast to the normalized shape ",
+                  ShapeToString(norm_shape));
+      return BroadcastStrides(t.shape(), norm_shape);
+    };
+    const std::vector<int64_t> scale_strides = check_param(scale, "Scale");
+    const bool has_bias = ctx.has_input(2);
+    const std::vector<int64_t> bias_strides =
+        has_bias ? check_param(ctx.input(2), "B") : std::vector<int64_t>();
+    // Flat offsets of every normalized element into Scale and B.
+    const int64_t size = NumElements(norm_shape);
+    std::vector<int64_t> scale_off(size), bias_off(size);
+    ForEachBroadcast<2>(norm_shape,
+                        {&scale.shape(), has_bias ? &ctx.input(2).shape() : &scale.shape()},
+                        [&](int64_t i, const std::array<int64_t, 2>& off) {
+                          scale_off[i] = off[0];
+                          bias_off[i] = off[1];
+                        });
+    Tensor& y = ctx.AllocateOutput(0, DType::kFloat32, x.shape());
+    Shape stat_shape(x.shape().begin(), x.shape().begin() + axis);
+    stat_shape.resize(rank, 1);
+    float* mean_out = ctx.output_wanted(1)
+                          ? ctx.AllocateOutput(1, DType::kFloat32, stat_shape).data<float>()
+                          : nullptr;
+    float* inv_std_out = ctx.output_wanted(2)
+                             ? ctx.AllocateOutput(2, DType::kFloat32, stat_shape).data<float>()
+                             : nullptr;
+    const int64_t rows = size == 0 ? 0 : x.numel() / size;
+    const float* px = x.data<float>();
+    const float* ps = scale.data<float>();
+    const float* pb = has_bias ? ctx.input(2).data<float>() : nullptr;
+    float* py = y.data<float>();
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* row = px + r * size;
+      double sum = 0;
+      for (int64_t j = 0; j < size; ++j) sum += row[j];
+      const double mean = sum / size;
+      double square = 0;
+      for (int64_t j = 0; j < size; ++j) square += (row[j] - mean) * (row[j] - mean);
+      const float inv_std = static_cast<float>(1.0 / std::sqrt(square / size + epsilon_));
+      const float mean_f = static_cast<float>(mean);
+      for (int64_t j = 0; j < size; ++j) {
+        const float normalized = (row[j] - mean_f) * inv_std;
+        py[r * size + j] = normalized * ps[scale_off[j]] + (pb ? pb[bias_off[j]] : 0.f);
+      }
+      if (mean_out) mean_out[r] = mean_f;
+      if (inv_std_out) inv_std_out[r] = inv_std;
+    }
+  }
+
+ private:
+  int64_t axis_;
+  float epsilon_;
+};
+
+// ---- Gemm ---------------------------------------------------------------------
+
+// A row-major copy of the 2-D tensor t, transposed when `transpose`.
+std::vector<float> Matrix(const Tensor& t, bool transpose) {
+  const int64_t rows = t.dim(0), cols = t.dim(1);
+  const float* p = t.data<float>();
+  if (!transpose) return std::vector<float>(p, p + t.numel());
+  std::vector<float> m(t.numel());
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) m[j * rows + i] = p[i * cols + j];
+  return m;
+}
+
+class GemmKernel : public OpKernel {
+ public:
+  explicit GemmKernel(const KernelInit& init)
+      : trans_a_(init.node.GetInt("transA", 0) != 0),
+        trans_b_(init.node.GetInt("transB", 0) != 0),
+        alpha_(init.node.GetFloat("alpha", 1.f)),
+        beta_(init.node.GetFloat("beta", 1.f)) {
+    // A constant B is transposed once here.
+    if (init.constant_inputs.size() > 1 && init.constant_inputs[1] &&
+        init.constant_inputs[1]->rank() == 2) {
+      const Tensor& b = *init.constant_inputs[1];
+      b_k_ = trans_b_ ? b.dim(1) : b.dim(0);
+      b_n_ = trans_b_ ? b.dim(0) : b.dim(1);
+      packed_b_ = Matrix(b, trans_b_);
+    }
+  }
+  void Run(KernelContext& ctx) override {
+    const Node& node = ctx.node();
+    const Tensor& a = ctx.input(0);
+    const Tensor& b = ctx.input(1);
+    OCTET_CHECK(a.rank() == 2 && b.rank() == 2, node.Describe(), ": A and B must be 2-D, got ",
+                ShapeToString(a.shape()), " and ", ShapeToString(b.shape()));
+    const int64_t m = trans_a_ ? a.dim(1) : a.dim(0), k = trans_a_ ? a.dim(0) : a.dim(1);
+    const int64_t kb = trans_b_ ? b.dim(1) : b.dim(0), n = trans_b_ ? b.dim(0) : b.dim(1);
+    OCTET_CHECK(k == kb, node.Describe(), ": inner dimensions differ, A ", ShapeToString(a.shape()),
+                (trans_a_ ? " (transposed)" : ""), " and B ", ShapeToString(b.shape()),
+                (trans_b_ ? " (transposed)" : ""));
+    Tensor& y = ctx.AllocateOutput(0, DType::kFloat32, {m, n});
+    const Shape y_shape{m, n};
+    const bool has_c = ctx.has_input(2) && beta_ != 0.f;
+    if (has_c) {
+      const Tensor& c = ctx.input(2);
+      std::optional<Shape> bs = BroadcastShapes(c.shape(), y_shape);
+      OCTET_CHECK(bs && *bs == y_shape, node.Describe(), ": C shape ", ShapeToString(c.shape()),
+                  " does not broadcast to ", ShapeToString(y_shape));
+    }
+    std::vector<float> a_matrix = trans_a_ ? Matrix(a, true) : std::vector<float>();
+    const float* pa = trans_a_ ? a_matrix.data() : a.data<float>();
+    std::vector<float> b_matrix;
+    const float* pb = nullptr;
+    if (!packed_b_.empty() && b_k_ == k && b_n_ == n) {
+      pb = packed_b_.data();
+    } else if (trans_b_) {
+      b_matrix = Matrix(b, true);
+      pb = b_matrix.data();
+    } else {
+      pb = b.data<float>();
+    }
+    float* py = y.data<float>();
+    auto rows = [&](int64_t begin, int64_t end) {
+      MatMulFloat32(pa + begin * k, pb, py + begin * n, end - begin, k, n);
+    };
+    if (ctx.pool() && m * k * n >= kParallelMinMacs) {
+      ctx.pool()->ParallelFor(m, rows);
+    } else {
+      rows(0, m);
+    }
+    if (alpha_ != 1.f)
+      for (int64_t i = 0; i < m * n; ++i) py[i] *= alpha_;
+    if (has_c) {
+      const Tensor& c = ctx.input(2);
+      const float* pc = c.data<float>();
+      ForEachBroadcast<1>(y_shape, {&c.shape()}, [&](int64_t i, const std::array<int64_t, 1>& off) {
+        py[i] += beta_ * pc[off[0]];
+      });
+    }
+  }
+
+ private:
+  static constexpr int64_t kParallelMinMacs = 1 << 16;
+  bool trans_a_, trans_b_;
+  float alpha_, beta_;
+  std::vector<float> packed_b_;
+  int64_t b_k_ = 0, b_n_ = 0;
+};
+
+// ---- Gelu / FastGelu -----------------------------------------------------------
+
+// com.microsoft FastGelu: tanh-approximated Gelu of x (+ bias, broadcast along the last dim).
+class FastGeluKernel : public OpKernel {
+ public:
+  explicit FastGeluKernel(const KernelInit&) {}
+  void Run(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    Tensor& out = ctx.AllocateOutput(0, DType::kFloat32, x.shape());
+    const float* px = x.data<float>();
+    float* po = out.data<float>();
+    if (!ctx.has_input(1)) {
+      for (int64_t i = 0; i < x.numel(); ++i) po[i] = GeluTanh(px[i]);
+      return;
+    }
+    const Tensor& bias = ctx.input(1);
+    OCTET_CHECK(bias.rank() == 1 && x.rank() >= 1 && bias.dim(0) == x.shape().back(),
+                ctx.node().Describe(), ": bias shape ", ShapeToString(bias.shape()),
+                " must be [last dim of input ", ShapeToString(x.shape()), "]");
+    const float* pb = bias.data<float>();
+    const int64_t width = bias.dim(0);
+    for (int64_t i = 0; i < x.numel(); ++i) po[i] = GeluTanh(px[i] + pb[i % width]);
+  }
+};
+
+}  // namespace
+
+void RegisterFloatMathOps(KernelRegistry& r) {
+  auto float_output = [](const Node&, const std::vector<DType>&) {
+    return std::vector<DType>{DType::kFloat32};
+  };
+  auto unary = [&](const char* name, int since, auto make_fn) {
+    r.Register({kOnnxDomain, name, since, kLatest, AllFloat32, float_output,
+                [make_fn](const KernelInit& init) {
+                  return std::make_unique<UnaryKernel>(make_fn(init.node));
+                }});
+  };
+  // Opsets 1-5 of these had the legacy `consumed_inputs` attribute; not supported.
+  unary("Sqrt", 6, [](const Node&) { return [](float x) { return std::sqrt(x); }; });
+  unary("Exp", 6, [](const Node&) { return [](float x) { return std::exp(x); }; });
+  unary("Log", 6, [](const Node&) { return [](float x) { return std::log(x); }; });
+  unary("Reciprocal", 6, [](const Node&) { return [](float x) { return 1.f / x; }; });
+  unary("Tanh", 6, [](const Node&) { return [](float x) { return std::tanh(x); }; });
+  unary("Sigmoid", 6, [](const Node&) { return Sigmoid; });
+  unary("Erf", 9, [](const Node&) { return Erf; });
+  unary("Floor", 6, [](const Node&) { return [](float x) { return std::floor(x); }; });
+  unary("Ceil", 6, [](const Node&) { return [](float x) { return std::ceil(x); }; });
+  // Round: half to even (the default FP rounding mode).
+  unary("Round", 11, [](const Node&) { return [](float x) { return std::nearbyint(x); }; });
+  unary("HardSigmoid", 6, [](const Node& n) {
+    const float alpha = n.GetFloat("alpha", 0.2f), beta = n.GetFloat("beta", 0.5f);
+    return [alpha, beta](float x) { return std::clamp(alpha * x + beta, 0.f, 1.f); };
+  });
+  unary("HardSwish", 14, [](const Node&) {
+    return [](float x) { return x * std::clamp(x / 6.f + 0.5f, 0.f, 1.f); };
+  });
+  unary("LeakyRelu", 6, [](const Node& n) {
+    const float alpha = n.GetFloat("alpha", 0.01f);
+    return [alpha](float x) { return x < 0.f ? alpha * x : x; };
+  });
+  unary("Gelu", 20, [](const Node& n) -> UnaryKernel::Fn {
+    const std::string approximate = n.GetString("approximate", "none");
+    if (approximate == "none") return GeluErf;
+    if (approximate == "tanh") return GeluTanh;
+    Fail(n.Describe(), ": attribute approximate='", approximate, "' must be 'none' or 'tanh'");
+  });
+  r.Register({kMsDomain, "Gelu", 1, kLatest, AllFloat32, float_output,
+              [](const KernelInit&) { return std::make_unique<UnaryKernel>(GeluErf); }});
+  r.Register({kMsDomain, "FastGelu", 1, kLatest, AllFloat32, float_output, Create<FastGeluKernel>});
+
+  auto signed_or_float = [](const Node&, const std::vector<DType>& t) {
+    return t.size() == 1 && OneOf(t[0], {DType::kFloat32, DType::kInt8, DType::kInt16,
+                                         DType::kInt32, DType::kInt64});
+  };
+  r.Register({kOnnxDomain, "Neg", 6, kLatest, signed_or_float, SameAsInput0,
+              [](const KernelInit&) { return std::make_unique<NegAbsKernel>(true); }});
+  r.Register({kOnnxDomain, "Abs", 6, kLatest, signed_or_float, SameAsInput0,
+              [](const KernelInit&) { return std::make_unique<NegAbsKernel>(false); }});
+  r.Register({kOnnxDomain, "Pow", 7, kLatest,
+              [](const Node&, const std::vector<DType>& t) {
+                return t.size() == 2 && t[0] == DType::kFloat32 &&
+                       OneOf(t[1], {DType::kFloat32, DType::kInt32, DType::kInt64});
+              },
+              float_output, Create<PowKernel>});
+
+  // axes moved from an attribute to an input: ReduceSum at 13, the others at 18.
+  const std::tuple<const char*, ReduceOp, int> reductions[] = {{"ReduceSum", ReduceOp::kSum, 13},
+                                                               {"ReduceMean", ReduceOp::kMean, 18},
+                                                               {"ReduceMax", ReduceOp::kMax, 18},
+                                                               {"ReduceMin", ReduceOp::kMin, 18}};
+  for (const auto& [name, op, axes_input_since] : reductions) {
+    r.Register(
+        {kOnnxDomain, name, 1, kLatest,
+         [op](const Node&, const std::vector<DType>& t) {
+           const bool dtype_ok = op == ReduceOp::kMean
+                                     ? t[0] == DType::kFloat32
+                                     : OneOf(t[0], {DType::kFloat32, DType::kInt32, DType::kInt64});
+           return dtype_ok && (t.size() < 2 || OneOf(t[1], {DType::kInt64, DType::kUndefined}));
+         },
+         SameAsInput0,
+         [op, since = axes_input_since](const KernelInit& init) {
+           return std::make_unique<ReduceKernel>(init, op, since);
+         }});
+  }
+  r.Register({kOnnxDomain, "Softmax", 1, kLatest, AllFloat32, float_output, Create<SoftmaxKernel>});
+  r.Register({kOnnxDomain, "LayerNormalization", 17, kLatest, AllFloat32,
+              [](const Node& n, const std::vector<DType>&) {
+                return std::vector<DType>(std::max<size_t>(n.outputs.size(), 1), DType::kFloat32);
+              },
+              Create<LayerNormKernel>});
+  // Gemm 1-6 had the legacy `broadcast` attribute and required C.
+  r.Register({kOnnxDomain, "Gemm", 7, kLatest, AllFloat32, float_output, Create<GemmKernel>});
+}
+
+}  // namespace octet

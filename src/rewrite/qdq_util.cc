@@ -1,0 +1,95 @@
+#include "rewrite/qdq_util.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace octet {
+
+bool IsQdqDomain(const Node& n) { return n.domain == kOnnxDomain || n.domain == kMsDomain; }
+bool IsDequantizeNode(const Node& n) { return IsQdqDomain(n) && n.op_type == "DequantizeLinear"; }
+bool IsQuantizeNode(const Node& n) { return IsQdqDomain(n) && n.op_type == "QuantizeLinear"; }
+
+int InputAt(const Node& n, size_t i) { return i < n.inputs.size() ? n.inputs[i] : -1; }
+
+const Tensor* ConstantValue(const Graph& g, int value) {
+  return value < 0 ? nullptr : g.values[value].initializer;
+}
+
+std::string ReadScalarQdq(const Graph& g, const Node& n, ScalarQParams& p) {
+  const Tensor* scale = ConstantValue(g, InputAt(n, 1));
+  const Tensor* zero = ConstantValue(g, InputAt(n, 2));
+  if (!scale || (InputAt(n, 2) >= 0 && !zero)) return "param_not_constant";
+  if (scale->dtype() != DType::kFloat32) return "scale_dtype";
+  if (scale->numel() != 1 || (zero && zero->numel() != 1)) return "param_not_scalar";
+  if (n.GetInt("block_size", 0) != 0) return "dq_blocked";
+  p.scale = scale->data<float>()[0];
+  if (!std::isnormal(p.scale) || p.scale < 0.f) return "scale_not_normal";
+  p.type = zero ? zero->dtype() : DType::kUInt8;
+  if (!zero && n.domain == kOnnxDomain && n.op_type == "QuantizeLinear") {
+    const int64_t out = n.GetInt("output_dtype", 0);
+    if (out != 0) p.type = static_cast<DType>(out);
+  }
+  if (p.type == DType::kUInt8) {
+    p.zero = zero ? zero->data<uint8_t>()[0] : 0;
+  } else if (p.type == DType::kInt8) {
+    p.zero = zero->data<int8_t>()[0];
+  } else {
+    return "not_8bit";
+  }
+  if (n.op_type == "DequantizeLinear") {
+    const int64_t out = n.GetInt("output_dtype", 0);
+    if (out != 0 && out != static_cast<int64_t>(DType::kFloat32)) return "dq_output_dtype";
+  }
+  return "";
+}
+
+float DequantizeValue(int32_t q, const ScalarQParams& p) {
+  return static_cast<float>(q - p.zero) * p.scale;
+}
+
+int32_t QMin(DType t) { return t == DType::kInt8 ? -128 : 0; }
+int32_t QMax(DType t) { return t == DType::kInt8 ? 127 : 255; }
+
+int32_t QuantizeValue(float x, const ScalarQParams& p) {
+  float v = x / p.scale;
+  const float lo = static_cast<float>(QMin(p.type) - p.zero);
+  const float hi = static_cast<float>(QMax(p.type) - p.zero);
+  if (!(v >= lo)) v = lo;  // NaN goes to the low end, as maxps does
+  if (v > hi) v = hi;
+  return static_cast<int32_t>(std::nearbyint(v)) + p.zero;
+}
+
+std::vector<std::vector<int>> ConsumersOf(const Graph& g) {
+  std::vector<std::vector<int>> consumers(g.values.size());
+  for (size_t n = 0; n < g.nodes.size(); ++n)
+    for (int in : g.nodes[n].inputs)
+      if (in >= 0) consumers[in].push_back(static_cast<int>(n));
+  return consumers;
+}
+
+int SoleConsumer(const Graph& g, const std::vector<std::vector<int>>& consumers, int value) {
+  if (value < 0 || consumers[value].size() != 1) return -1;
+  if (std::find(g.outputs.begin(), g.outputs.end(), value) != g.outputs.end()) return -1;
+  return consumers[value][0];
+}
+
+void RemoveNodes(Graph& g, const std::vector<bool>& removed) {
+  std::vector<Node> kept;
+  kept.reserve(g.nodes.size());
+  for (size_t n = 0; n < g.nodes.size(); ++n)
+    if (!removed[n]) kept.push_back(std::move(g.nodes[n]));
+  g.nodes = std::move(kept);
+  for (Value& v : g.values) v.producer = -1;
+  for (size_t n = 0; n < g.nodes.size(); ++n)
+    for (int out : g.nodes[n].outputs)
+      if (out >= 0) g.values[out].producer = static_cast<int>(n);
+}
+
+void SetIntAttribute(Node& n, const char* name, int64_t value) {
+  Attribute a;
+  a.kind = Attribute::Kind::kInt;
+  a.i = value;
+  n.attributes[name] = a;
+}
+
+}  // namespace octet

@@ -1,0 +1,317 @@
+// Int8Conv (kernels/int8/conv.h) against the naive int64 ConvReferenceS32 on
+// every instruction-set path this CPU runs and on 1, 2 and 3 threads, over a
+// generated grid of kernels, strides, dilations, pads, groupings, spatial
+// sizes, channel counts around the tile widths and zero points at the type
+// limits; and its requantized output against requantize.h's formula applied
+// to the reference accumulators.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "kernels/int8/conv.h"
+#include "kernels/int8/conv_reference.h"
+#include "kernels/int8/requantize.h"
+#include "runtime/thread_pool.h"
+
+namespace octet {
+namespace {
+
+struct Case {
+  ConvGeometry g;
+  int64_t pad_bottom = 0, pad_right = 0;
+  bool x_signed = false, w_signed = true;
+  bool w_zero_per_channel = false;
+  int zero_mode = 0;  // 0: random, 1: at the type minimum, 2: at the type maximum
+
+  std::string Describe() const {
+    std::ostringstream s;
+    s << "N" << g.batch << " C" << g.in_channels << " M" << g.out_channels << " group" << g.group
+      << " in" << g.in_h << "x" << g.in_w << " k" << g.kernel_h << "x" << g.kernel_w << " s"
+      << g.stride_h << "," << g.stride_w << " d" << g.dilation_h << "," << g.dilation_w << " pads"
+      << g.pad_top << "," << g.pad_left << "," << pad_bottom << "," << pad_right
+      << (x_signed ? " s8" : " u8") << (w_signed ? "xs8" : "xu8")
+      << (w_zero_per_channel ? " wzp/ch" : "") << " zeros" << zero_mode;
+    return s.str();
+  }
+};
+
+// Output sizes from the explicit pads (false when the dilated kernel does not fit).
+bool Resolve(Case& c) {
+  ConvGeometry& g = c.g;
+  const int64_t eh = (g.kernel_h - 1) * g.dilation_h + 1, ew = (g.kernel_w - 1) * g.dilation_w + 1;
+  const int64_t ph = g.in_h + g.pad_top + c.pad_bottom, pw = g.in_w + g.pad_left + c.pad_right;
+  if (ph < eh || pw < ew) return false;
+  g.out_h = (ph - eh) / g.stride_h + 1;
+  g.out_w = (pw - ew) / g.stride_w + 1;
+  return true;
+}
+
+int TypeMin(bool is_signed) { return is_signed ? -128 : 0; }
+int TypeMax(bool is_signed) { return is_signed ? 127 : 255; }
+
+struct Data {
+  std::vector<uint8_t> x, w;
+  std::vector<int32_t> x_zero, w_zero, bias;
+  std::vector<float> multipliers;
+  Int8ConvOperand x_op, w_op;
+};
+
+Data MakeData(const Case& c, std::mt19937& rng) {
+  const ConvGeometry& g = c.g;
+  Data d;
+  std::uniform_int_distribution<int> byte(0, 255);
+  d.x.resize(g.batch * g.in_channels * g.in_h * g.in_w);
+  d.w.resize(g.out_channels * (g.in_channels / g.group) * g.kernel_h * g.kernel_w);
+  for (auto& v : d.x) v = static_cast<uint8_t>(byte(rng));
+  for (auto& v : d.w) v = static_cast<uint8_t>(byte(rng));
+  auto zero = [&](bool is_signed) {
+    if (c.zero_mode == 1) return TypeMin(is_signed);
+    if (c.zero_mode == 2) return TypeMax(is_signed);
+    return std::uniform_int_distribution<int>(TypeMin(is_signed), TypeMax(is_signed))(rng);
+  };
+  d.x_zero = {zero(c.x_signed)};
+  d.w_zero.resize(c.w_zero_per_channel ? g.out_channels : 1);
+  for (auto& z : d.w_zero) z = zero(c.w_signed);
+  if (c.zero_mode != 0) {  // the extreme products: inputs at the other limit
+    const int x_far = c.zero_mode == 1 ? TypeMax(c.x_signed) : TypeMin(c.x_signed);
+    const int w_far = c.zero_mode == 1 ? TypeMax(c.w_signed) : TypeMin(c.w_signed);
+    for (size_t i = 0; i < d.x.size(); i += 2) d.x[i] = static_cast<uint8_t>(x_far);
+    for (size_t i = 0; i < d.w.size(); i += 2) d.w[i] = static_cast<uint8_t>(w_far);
+  }
+  std::uniform_int_distribution<int32_t> bias(-100000, 100000);
+  std::uniform_real_distribution<float> mult(1e-5f, 3e-3f);
+  d.bias.resize(g.out_channels);
+  d.multipliers.resize(g.out_channels);
+  for (auto& b : d.bias) b = bias(rng);
+  for (auto& m : d.multipliers) m = mult(rng);
+  d.x_op = {d.x.data(), c.x_signed, d.x_zero.data(), false};
+  d.w_op = {d.w.data(), c.w_signed, d.w_zero.data(), c.w_zero_per_channel};
+  return d;
+}
+
+std::vector<Isa> RunnablePaths() {
+  std::vector<Isa> paths;
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni, Isa::kNeonDot})
+    if (IsaSupported(isa)) paths.push_back(isa);
+  return paths;
+}
+
+ThreadPool* Pool(int threads) {
+  static ThreadPool one(1), two(2), three(3);
+  return threads == 1 ? &one : (threads == 2 ? &two : &three);
+}
+
+constexpr int32_t kSentinel = 0x5A5A5A5A;
+
+// Runs every path and thread count on one case; returns the number of failures.
+int CheckCase(const Case& c, std::mt19937& rng, bool requantize) {
+  const ConvGeometry& g = c.g;
+  const Data d = MakeData(c, rng);
+  const int64_t out_size = g.batch * g.out_channels * g.out_h * g.out_w;
+  std::vector<int32_t> want(out_size);
+  ConvReferenceS32(g, d.x_op, d.w_op, want.data());
+  const DType out_type = c.x_signed ? DType::kInt8 : DType::kUInt8;
+  const int32_t y_zero = c.x_signed ? -3 : 131;
+  std::vector<uint8_t> want_q(out_size);
+  if (requantize) {
+    const float lo = static_cast<float>(TypeMin(c.x_signed) - y_zero);
+    const float hi = static_cast<float>(TypeMax(c.x_signed) - y_zero);
+    const int64_t pixels = g.out_h * g.out_w;
+    for (int64_t i = 0; i < out_size; ++i) {
+      const int64_t o = (i / pixels) % g.out_channels;
+      const int32_t acc =
+          static_cast<int32_t>(static_cast<uint32_t>(want[i]) + static_cast<uint32_t>(d.bias[o]));
+      want_q[i] = static_cast<uint8_t>(RequantizeValue(acc, d.multipliers[o], lo, hi, y_zero));
+    }
+  }
+  int failures = 0;
+  for (Isa isa : RunnablePaths()) {
+    const Int8Conv conv(g, d.w_op, isa);
+    for (int threads : {1, 2, 3}) {
+      std::vector<int32_t> got(out_size + 16, kSentinel);
+      conv.RunS32(g, d.x_op, got.data(), Pool(threads));
+      bool ok = std::equal(want.begin(), want.end(), got.begin());
+      for (int i = 0; i < 16; ++i) ok = ok && got[out_size + i] == kSentinel;
+      if (requantize) {
+        ConvRequantize rq;
+        rq.multipliers = d.multipliers.data();
+        rq.per_channel = true;
+        rq.bias = d.bias.data();
+        rq.zero_point = y_zero;
+        rq.output_type = out_type;
+        std::vector<uint8_t> got_q(out_size + 64, 0xA5);
+        conv.RunRequantized(g, d.x_op, rq, got_q.data(), Pool(threads));
+        ok = ok && std::equal(want_q.begin(), want_q.end(), got_q.begin());
+        for (int i = 0; i < 64; ++i) ok = ok && got_q[out_size + i] == 0xA5;
+      }
+      if (!ok) {
+        ADD_FAILURE() << c.Describe() << " on " << IsaName(isa) << " with " << threads
+                      << " threads (depthwise kernel: " << conv.depthwise() << ")";
+        ++failures;
+      }
+    }
+  }
+  return failures;
+}
+
+TEST(Int8Conv, GridAgainstReferenceOnEveryPathAndThreadCount) {
+  std::mt19937 rng(2026);
+  const std::vector<std::pair<int64_t, int64_t>> kernels = {{1, 1}, {3, 3}, {5, 5}, {7, 1}};
+  // {in_channels, out_channels, group}: dense with output channels around the
+  // row tiles (4, 6, 8) and K around groups of 4, grouped, depthwise (x1, x2).
+  const std::vector<std::array<int64_t, 3>> groupings = {
+      {3, 7, 1}, {5, 9, 1}, {8, 17, 1}, {6, 12, 2}, {12, 6, 3}, {7, 7, 7}, {5, 10, 5}};
+  const std::vector<std::array<int64_t, 4>> pad_sets = {
+      {0, 0, 0, 0}, {1, 1, 1, 1}, {2, 0, 1, 3}};  // top, left, bottom, right
+  const std::vector<std::array<int64_t, 2>> sizes = {{7, 9}, {5, 13}, {11, 6}};
+  int cases = 0, failures = 0, index = 0;
+  for (auto [kh, kw] : kernels)
+    for (int64_t stride : {1, 2})
+      for (int64_t dilation : {1, 2})
+        for (const auto& pads : pad_sets)
+          for (const auto& [channels, out_channels, group] : groupings)
+            for (int size_choice = 0; size_choice < 2; ++size_choice) {
+              ++index;
+              Case c;
+              const auto& size = sizes[(index + size_choice) % sizes.size()];
+              c.g.batch = 1 + index % 2;
+              c.g.in_channels = channels;
+              c.g.out_channels = out_channels;
+              c.g.group = group;
+              c.g.in_h = size[0];
+              c.g.in_w = size[1];
+              c.g.kernel_h = kh;
+              c.g.kernel_w = kw;
+              c.g.stride_h = stride;
+              c.g.stride_w = index % 3 == 0 ? 1 : stride;  // unequal strides too
+              c.g.dilation_h = dilation;
+              c.g.dilation_w = dilation;
+              c.g.pad_top = pads[0];
+              c.g.pad_left = pads[1];
+              c.pad_bottom = pads[2];
+              c.pad_right = pads[3];
+              c.x_signed = index % 4 >= 2;
+              c.w_signed = index % 2 == 0;
+              c.w_zero_per_channel = index % 5 < 2;
+              c.zero_mode = index % 7 == 0 ? 1 : (index % 7 == 1 ? 2 : 0);
+              if (!Resolve(c)) continue;
+              ++cases;
+              failures += CheckCase(c, rng, index % 3 == 0);
+              if (failures > 10) FAIL() << "stopping after " << failures << " failures";
+            }
+  EXPECT_GT(cases, 500) << "the grid shrank";
+}
+
+// Shapes that cross the blocking: pixel blocks (> 256 pixels), k blocks
+// (K > 512), several row panels and row blocks, one row panel, 1-D.
+TEST(Int8Conv, LargerShapesCrossTheBlocking) {
+  std::mt19937 rng(7);
+  struct Shape {
+    int64_t n, c, m, group, h, w, kh, kw, stride, pad;
+  };
+  const Shape shapes[] = {
+      {1, 64, 40, 1, 9, 9, 3, 3, 1, 1},     // K = 576: two k blocks, 5 row panels
+      {1, 16, 33, 1, 19, 17, 1, 1, 1, 0},   // 323 pixels: two pixel blocks
+      {2, 130, 8, 1, 6, 5, 3, 3, 2, 1},     // K = 1170, one row panel
+      {1, 96, 96, 1, 3, 3, 3, 3, 1, 1},     // few pixels: output channels split
+      {1, 32, 48, 2, 15, 15, 3, 3, 2, 1},   // grouped, stride 2
+      {1, 24, 24, 24, 29, 31, 3, 3, 1, 1},  // depthwise, wide rows (AVX-512 tails)
+      {1, 16, 16, 16, 21, 70, 5, 5, 2, 2},  // depthwise 5x5 stride 2, > 64 columns
+      {2, 40, 56, 1, 1, 300, 1, 7, 1, 3},   // 1-D
+      {1, 1, 16, 1, 12, 12, 3, 3, 1, 1},    // one input channel, 16 outputs: depthwise x16
+  };
+  for (const Shape& s : shapes) {
+    for (int variant = 0; variant < 2; ++variant) {
+      Case c;
+      c.g.batch = s.n;
+      c.g.in_channels = s.c;
+      c.g.out_channels = s.m;
+      c.g.group = s.group;
+      c.g.in_h = s.h;
+      c.g.in_w = s.w;
+      c.g.kernel_h = s.kh;
+      c.g.kernel_w = s.kw;
+      c.g.stride_h = c.g.stride_w = s.stride;
+      c.g.pad_top = c.g.pad_left = c.pad_bottom = c.pad_right = s.pad;
+      if (s.h == 1) c.g.pad_top = c.pad_bottom = 0;
+      c.x_signed = variant == 1;
+      c.w_signed = variant == 0;
+      c.w_zero_per_channel = variant == 1;
+      c.zero_mode = variant == 1 ? 2 : 0;
+      ASSERT_TRUE(Resolve(c)) << c.Describe();
+      EXPECT_EQ(CheckCase(c, rng, true), 0);
+    }
+  }
+}
+
+TEST(Int8Conv, EmptyShapesWriteNothing) {
+  std::mt19937 rng(3);
+  Case c;
+  c.g.batch = 0;
+  c.g.in_channels = 4;
+  c.g.out_channels = 8;
+  c.g.in_h = 5;
+  c.g.in_w = 5;
+  c.g.kernel_h = c.g.kernel_w = 3;
+  ASSERT_TRUE(Resolve(c));
+  EXPECT_EQ(CheckCase(c, rng, true), 0);
+  c.g.batch = 2;
+  c.g.in_channels = 0;  // K = 0: every accumulator is 0
+  EXPECT_EQ(CheckCase(c, rng, true), 0);
+}
+
+TEST(Int8Conv, Errors) {
+  ConvGeometry g;
+  g.batch = 1;
+  g.in_channels = 4;
+  g.out_channels = 4;
+  g.in_h = g.in_w = 4;
+  g.out_h = g.out_w = 4;
+  std::vector<uint8_t> w(16, 1), x(64, 1);
+  const int32_t zero = 0, bad_zero = 300;
+  const Int8ConvOperand w_op{w.data(), true, &zero, false};
+  const Int8Conv conv(g, w_op);
+  std::vector<int32_t> y(64);
+  auto expect_error = [](auto&& fn, const std::string& fragment) {
+    try {
+      fn();
+      ADD_FAILURE() << "no error; expected one containing '" << fragment << "'";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+    }
+  };
+  expect_error(
+      [&] {
+        conv.RunS32(g, {x.data(), false, &bad_zero, false}, y.data(), nullptr);
+      },
+      "x zero point 300 is outside the uint8 range");
+  expect_error(
+      [&] {
+        conv.RunS32(g, {x.data(), false, &zero, true}, y.data(), nullptr);
+      },
+      "x zero point must be per tensor");
+  ConvGeometry other = g;
+  other.kernel_w = 3;
+  expect_error(
+      [&] {
+        conv.RunS32(other, {x.data(), false, &zero, false}, y.data(), nullptr);
+      },
+      "differs from the packed weights");
+  ConvGeometry huge = g;
+  huge.in_channels = 4000;
+  huge.kernel_h = huge.kernel_w = 3;
+  expect_error([&] { const Int8Conv too_long(huge, w_op); }, "exceed 33025");
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni, Isa::kNeonDot}) {
+    if (!IsaSupported(isa))
+      expect_error([&] { const Int8Conv unsupported(g, w_op, isa); }, "cannot run here");
+  }
+}
+
+}  // namespace
+}  // namespace octet
