@@ -19,6 +19,8 @@
 
 #include "core/error.h"
 #include "core/tensor.h"
+#include "model/onnx_loader.h"
+#include "rewrite/rewrite.h"
 #include "runtime/session.h"
 
 namespace octet {
@@ -30,7 +32,9 @@ constexpr const char* kMainHelp =
 octet runs quantized ONNX models on the CPU with exact integer arithmetic.
 
 commands:
-  run     run a model on inputs from .npy/.npz files and print or save its outputs
+  run       run a model on inputs from .npy/.npz files and print or save its outputs
+  inspect   list the quantized groups octet fuses into integer kernels, and the
+            ones it refuses with the reason
 
 Run 'octet <command> --help' for the options of a command.
 )";
@@ -57,6 +61,20 @@ bfloat16 / float8 / int4 / uint4 inputs are read from ml_dtypes arrays saved wit
 np.save; outputs of those types are written as their raw bits (uint16 / uint8)
 or, for int4 / uint4, as int8 / uint8 values.
 Exit status: 0 on success, 1 when the run fails, 2 on a usage error.
+)";
+
+constexpr const char* kInspectHelp =
+    R"(usage: octet inspect MODEL
+
+Loads MODEL and prints what octet's graph rewrites do with it, one line per
+group in graph order:
+  fused   <op> '<node>' -> <what it became>
+  refused <op> '<node>' why=<reason>
+then a summary line qdq_groups=<n> claimed=<n>. Nothing is run. With
+OCTET_QDQ=0 in the environment the rewrites are off, and it says so.
+
+options:
+  -h, --help   show this help
 )";
 
 // A usage error (exit status 2) as opposed to a failed run (1).
@@ -607,6 +625,26 @@ int RunCommand(const std::vector<std::string>& args) {
   return 0;
 }
 
+int InspectCommand(const std::vector<std::string>& args) {
+  std::string model_path;
+  for (const std::string& arg : args) {
+    if (arg == "-h" || arg == "--help") {
+      std::cout << kInspectHelp;
+      return 0;
+    }
+    if (!arg.empty() && arg[0] == '-')
+      throw UsageError("unknown option '" + arg +
+                       "' for 'octet inspect' (see octet inspect --help)");
+    if (!model_path.empty())
+      throw UsageError("unexpected argument '" + arg + "' (the model is '" + model_path + "')");
+    model_path = arg;
+  }
+  if (model_path.empty())
+    throw UsageError("octet inspect needs a MODEL (see octet inspect --help)");
+  std::cout << DescribeRewrites(LoadModelFromFile(model_path).graph);
+  return 0;
+}
+
 int Main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) throw UsageError("missing command (see octet --help)");
@@ -614,7 +652,9 @@ int Main(int argc, char** argv) {
     std::cout << kMainHelp;
     return 0;
   }
-  if (args[0] == "run") return RunCommand(std::vector<std::string>(args.begin() + 1, args.end()));
+  const std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (args[0] == "run") return RunCommand(rest);
+  if (args[0] == "inspect") return InspectCommand(rest);
   throw UsageError("unknown command '" + args[0] + "' (see octet --help)");
 }
 

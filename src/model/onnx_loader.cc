@@ -315,7 +315,9 @@ void ApplyDeclaredType(const onnx::ValueInfoProto& info, Value& value, const cha
   std::vector<Dim> dims;
   for (const auto& d : tensor_type.shape().dim()) {
     Dim dim;
-    if (d.has_dim_value()) {
+    if (d.has_dim_value() && d.dim_value() != -1) {
+      // Some exporters (paddle2onnx) write -1 for a dimension they do not know;
+      // it is read as unknown. Any other negative size is malformed.
       OCTET_CHECK(d.dim_value() >= 0, role, " '", info.name(), "' has negative dimension ",
                   d.dim_value());
       dim.value = d.dim_value();

@@ -180,7 +180,8 @@ class DynamicQuantizeMatMulKernel : public OpKernel {
 
   void Run(KernelContext& ctx) override {
     const Tensor& a = ctx.input(0);
-    const DynamicQuantization q = ComputeDynamicQuantization(a.data<float>(), a.numel(), ctx.pool());
+    const DynamicQuantization q =
+        ComputeDynamicQuantization(a.data<float>(), a.numel(), ctx.pool());
     Tensor a_quantized(DType::kUInt8, a.shape());
     QuantizeToUint8(a.data<float>(), a.numel(), q, a_quantized.data<uint8_t>(), ctx.pool());
     product_.Run(ctx, a_quantized, &q.zero_point, q.scale, ctx.input(1), ctx.input(2),
@@ -211,21 +212,17 @@ bool AcceptsDynamicQuantizeMatMul(const Node&, const std::vector<DType>& t) {
          (Omitted(InputOr(t, 4)) || InputOr(t, 4) == DType::kFloat32);
 }
 
-std::vector<DType> FloatOutput(const Node&, const std::vector<DType>&) {
-  return {DType::kFloat32};
-}
+std::vector<DType> FloatOutput(const Node&, const std::vector<DType>&) { return {DType::kFloat32}; }
 
 }  // namespace
 
 void RegisterMsQuantMatMulOps(KernelRegistry& r) {
-  r.Register({kMsDomain, "MatMulIntegerToFloat", 1, 1 << 30, AcceptsMatMulIntegerToFloat,
-              FloatOutput, [](const KernelInit& init) {
-                return std::make_unique<MatMulIntegerToFloatKernel>(init);
-              }});
-  r.Register({kMsDomain, "DynamicQuantizeMatMul", 1, 1 << 30, AcceptsDynamicQuantizeMatMul,
-              FloatOutput, [](const KernelInit& init) {
-                return std::make_unique<DynamicQuantizeMatMulKernel>(init);
-              }});
+  r.Register(
+      {kMsDomain, "MatMulIntegerToFloat", 1, 1 << 30, AcceptsMatMulIntegerToFloat, FloatOutput,
+       [](const KernelInit& init) { return std::make_unique<MatMulIntegerToFloatKernel>(init); }});
+  r.Register(
+      {kMsDomain, "DynamicQuantizeMatMul", 1, 1 << 30, AcceptsDynamicQuantizeMatMul, FloatOutput,
+       [](const KernelInit& init) { return std::make_unique<DynamicQuantizeMatMulKernel>(init); }});
 }
 
 }  // namespace octet

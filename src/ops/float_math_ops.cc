@@ -65,6 +65,58 @@ class UnaryKernel : public OpKernel {
   Fn fn_;
 };
 
+// Clip: bounds from attributes (opsets 6-10) or optional scalar inputs (11+);
+// an omitted bound is the type's lowest / highest value.
+class ClipKernel : public OpKernel {
+ public:
+  explicit ClipKernel(const KernelInit& init)
+      : node_(init.node),
+        min_attr_(init.node.GetFloat("min", std::numeric_limits<float>::lowest())),
+        max_attr_(init.node.GetFloat("max", std::numeric_limits<float>::max())) {}
+
+  void Run(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    Tensor& out = ctx.AllocateOutput(0, x.dtype(), x.shape());
+    switch (x.dtype()) {
+      case DType::kFloat32: return Apply<float>(ctx, x, out);
+      case DType::kInt8: return Apply<int8_t>(ctx, x, out);
+      case DType::kUInt8: return Apply<uint8_t>(ctx, x, out);
+      case DType::kInt32: return Apply<int32_t>(ctx, x, out);
+      case DType::kInt64: return Apply<int64_t>(ctx, x, out);
+      default: Fail(node_.Describe(), ": unsupported input type ", DTypeName(x.dtype()));
+    }
+  }
+
+ private:
+  template <typename T>
+  T Bound(KernelContext& ctx, size_t input, T fallback) const {
+    if (!ctx.has_input(input)) return fallback;
+    const Tensor& b = ctx.input(input);
+    OCTET_CHECK(b.numel() == 1, node_.Describe(), ": ", input == 1 ? "min" : "max",
+                " must be a scalar, got shape ", ShapeToString(b.shape()));
+    return b.data<T>()[0];
+  }
+
+  template <typename T>
+  void Apply(KernelContext& ctx, const Tensor& x, Tensor& out) const {
+    T lo = std::numeric_limits<T>::lowest(), hi = std::numeric_limits<T>::max();
+    if (node_.opset < 11) {
+      lo = static_cast<T>(min_attr_);
+      hi = static_cast<T>(max_attr_);
+    } else {
+      lo = Bound<T>(ctx, 1, lo);
+      hi = Bound<T>(ctx, 2, hi);
+    }
+    const T* px = x.data<T>();
+    T* po = out.data<T>();
+    // min(max(x, lo), hi) as ONNX defines it; NaN stays NaN.
+    for (int64_t i = 0; i < x.numel(); ++i) po[i] = px[i] < lo ? lo : (px[i] > hi ? hi : px[i]);
+  }
+
+  const Node& node_;
+  float min_attr_, max_attr_;
+};
+
 // Neg and Abs on signed integers (wrap-around for the minimum, as two's complement).
 template <typename T>
 void IntegerUnary(const Tensor& x, Tensor& out, bool negate) {
@@ -529,6 +581,19 @@ void RegisterFloatMathOps(KernelRegistry& r) {
     if (approximate == "tanh") return GeluTanh;
     Fail(n.Describe(), ": attribute approximate='", approximate, "' must be 'none' or 'tanh'");
   });
+  r.Register({kOnnxDomain, "Clip", 6, 10, AllFloat32, float_output, Create<ClipKernel>});
+  r.Register({kOnnxDomain, "Clip", 11, kLatest,
+              [](const Node& n, const std::vector<DType>& t) {
+                const bool ints_allowed = n.opset >= 12;
+                if (t.empty() || !(t[0] == DType::kFloat32 ||
+                                   (ints_allowed && OneOf(t[0], {DType::kInt8, DType::kUInt8,
+                                                                 DType::kInt32, DType::kInt64}))))
+                  return false;
+                for (size_t i = 1; i < t.size(); ++i)
+                  if (t[i] != DType::kUndefined && t[i] != t[0]) return false;
+                return true;
+              },
+              SameAsInput0, Create<ClipKernel>});
   r.Register({kMsDomain, "Gelu", 1, kLatest, AllFloat32, float_output,
               [](const KernelInit&) { return std::make_unique<UnaryKernel>(GeluErf); }});
   r.Register({kMsDomain, "FastGelu", 1, kLatest, AllFloat32, float_output, Create<FastGeluKernel>});

@@ -111,9 +111,10 @@ PackedMatMulB PackMatMulB(const Tensor& b) {
   packed.n = b.rank() == 1 ? 1 : b.dim(b.rank() - 1);
   packed.is_signed = b.dtype() == DType::kInt8;
   const int64_t matrix_size = packed.k * packed.n;
-  const int64_t count = matrix_size == 0 ? NumElements(Shape(b.shape().begin(),
-                                                             b.shape().end() - std::min<size_t>(2, b.rank())))
-                                         : b.numel() / matrix_size;
+  const int64_t count =
+      matrix_size == 0
+          ? NumElements(Shape(b.shape().begin(), b.shape().end() - std::min<size_t>(2, b.rank())))
+          : b.numel() / matrix_size;
   const auto* bytes = static_cast<const uint8_t*>(b.raw());
   packed.matrices.resize(count);
   for (int64_t i = 0; i < count; ++i) {
@@ -151,10 +152,10 @@ void RunIntMatMul(const MatMulShape& s, const Tensor& a, const MatMulZeroPoints&
     for (int64_t row0 = 0; row0 < s.m; row0 += block_rows) {
       const int64_t rows = std::min(block_rows, s.m - row0);
       int32_t* acc = out ? out + (entry * s.m + row0) * s.n : scratch.data();
-      const int32_t* a_zero_values =
-          a_zero.values ? a_zero.values + a_zero.layout.MatrixOffset(a_matrix) +
-                              (a_zero.layout.per_vector() ? row0 : 0)
-                        : nullptr;
+      const int32_t* a_zero_values = a_zero.values
+                                         ? a_zero.values + a_zero.layout.MatrixOffset(a_matrix) +
+                                               (a_zero.layout.per_vector() ? row0 : 0)
+                                         : nullptr;
       int64_t k0 = 0;
       for (size_t chunk = 0; chunk < b_chunks.size(); ++chunk) {
         const PackedB& packed = b_chunks[chunk];

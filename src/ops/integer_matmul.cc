@@ -54,7 +54,8 @@ class QLinearMatMulKernel : public OpKernel {
     const Tensor* a_scale = ConstantInput(init, 1);
     const Tensor* b_scale = ConstantInput(init, 4);
     const Tensor* y_scale = ConstantInput(init, 6);
-    if (a_scale && b_scale && y_scale) multipliers_ = Multipliers(init.node, *a_scale, *b_scale, *y_scale);
+    if (a_scale && b_scale && y_scale)
+      multipliers_ = Multipliers(init.node, *a_scale, *b_scale, *y_scale);
   }
 
   void Run(KernelContext& ctx) override {

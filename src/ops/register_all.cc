@@ -15,6 +15,7 @@ const KernelRegistry& KernelRegistry::Global() {
     RegisterFusedOps(r);
     RegisterMsQuantMatMulOps(r);
     RegisterShapeOps(r);
+    RegisterQLinearBinaryOps(r);
     return r;
   }();
   return registry;

@@ -97,6 +97,7 @@ void RegisterTensorOps(KernelRegistry& r);        // ops/tensor_ops.cc
 void RegisterFusedOps(KernelRegistry& r);         // ops/fused_*.cc (nodes made by rewrite/)
 void RegisterMsQuantMatMulOps(KernelRegistry& r);  // ops/dynamic_quant_matmul.cc (com.microsoft)
 void RegisterShapeOps(KernelRegistry& r);         // ops/shape_ops.cc (movement ops, any dtype)
+void RegisterQLinearBinaryOps(KernelRegistry& r);  // ops/qlinear_binary.cc (ms QLinearAdd/Mul)
 
 // Helpers for KernelDef::accepts.
 bool OneOf(DType t, std::initializer_list<DType> allowed);

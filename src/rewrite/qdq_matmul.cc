@@ -15,21 +15,6 @@ namespace {
 
 bool Is8Bit(DType t) { return t == DType::kInt8 || t == DType::kUInt8; }
 
-// The dtype of a value as far as the graph says without running kernels.
-DType KnownDType(const Graph& g, int value) {
-  const Value& v = g.values[value];
-  if (v.initializer) return v.initializer->dtype();
-  if (v.dtype != DType::kUndefined) return v.dtype;
-  if (v.producer < 0) return DType::kUndefined;
-  const Node& p = g.nodes[v.producer];
-  if (IsQuantizeNode(p) && !p.outputs.empty() && p.outputs[0] == value) {
-    if (const Tensor* zp = ConstantValue(g, InputAt(p, 2))) return zp->dtype();
-    const int64_t out = p.domain == kOnnxDomain ? p.GetInt("output_dtype", 0) : 0;
-    return out ? static_cast<DType>(out) : DType::kUInt8;
-  }
-  return DType::kUndefined;
-}
-
 // Normalizes an axis against a rank; nullopt when out of range.
 std::optional<int64_t> NormalizeAxis(int64_t axis, int64_t rank) {
   if (axis < -rank || axis >= rank) return std::nullopt;

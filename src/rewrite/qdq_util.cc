@@ -15,6 +15,20 @@ const Tensor* ConstantValue(const Graph& g, int value) {
   return value < 0 ? nullptr : g.values[value].initializer;
 }
 
+DType KnownDType(const Graph& g, int value) {
+  const Value& v = g.values[value];
+  if (v.initializer) return v.initializer->dtype();
+  if (v.dtype != DType::kUndefined) return v.dtype;
+  if (v.producer < 0) return DType::kUndefined;
+  const Node& p = g.nodes[v.producer];
+  if (IsQuantizeNode(p) && !p.outputs.empty() && p.outputs[0] == value) {
+    if (const Tensor* zp = ConstantValue(g, InputAt(p, 2))) return zp->dtype();
+    const int64_t out = p.domain == kOnnxDomain ? p.GetInt("output_dtype", 0) : 0;
+    return out ? static_cast<DType>(out) : DType::kUInt8;
+  }
+  return DType::kUndefined;
+}
+
 std::string ReadScalarQdq(const Graph& g, const Node& n, ScalarQParams& p) {
   const Tensor* scale = ConstantValue(g, InputAt(n, 1));
   const Tensor* zero = ConstantValue(g, InputAt(n, 2));

@@ -20,6 +20,10 @@ bool IsQuantizeNode(const Node& n);
 int InputAt(const Node& n, size_t i);  // -1 when omitted
 const Tensor* ConstantValue(const Graph& g, int value);
 
+// The dtype of a value as far as the graph says without running kernels
+// (kUndefined when it does not).
+DType KnownDType(const Graph& g, int value);
+
 // One per-tensor Q or DQ parameter set read from constants.
 struct ScalarQParams {
   float scale = 1.f;

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "rewrite/qdq_activation.h"
+#include "rewrite/qdq_binary.h"
 #include "rewrite/qdq_matmul.h"
 #include "rewrite/qdq_movement.h"
 
@@ -22,6 +23,7 @@ QdqReport RunQdqPasses(Graph& graph) {
   QdqReport report = FuseQdqMatMul(graph);
   AbsorbQdqActivations(graph, report);
   ElideQdqAroundMovement(graph, report);
+  FuseQdqBinary(graph, report);
   return report;
 }
 

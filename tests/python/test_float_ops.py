@@ -498,3 +498,27 @@ def test_integer_binary(op, dtype):
     b = rng.integers(1, 9, (4,)).astype(dtype) * rng.choice([-1, 1], (4,)).astype(dtype)
     check(op, {"a": a, "b": b}, {"y": helper.np_dtype_to_tensor_dtype(np.dtype(dtype))}, 14,
           EXACT)
+
+
+@pytest.mark.parametrize("opset", [6, 11, 13])
+@pytest.mark.parametrize("bounds", [(-1.0, 2.0), (None, 0.5), (-0.25, None), (None, None)])
+def test_clip(opset, bounds):
+    x = rand(3, 7)
+    x[0, 0] = np.nan
+    lo, hi = bounds
+    if opset < 11:
+        attrs = {k: v for k, v in (("min", lo), ("max", hi)) if v is not None}
+        check("Clip", {"x": x}, {"y": F}, opset, EXACT, attrs=attrs)
+    else:
+        inits = {n: np.array(v, np.float32) for n, v in (("lo", lo), ("hi", hi)) if v is not None}
+        names = ["x", "lo" if lo is not None else "", "hi" if hi is not None else ""]
+        check("Clip", {"x": x}, {"y": F}, opset, EXACT, initializers=inits, input_names=names)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int32, np.int64])
+def test_clip_integer(dtype):
+    x = np.arange(-60, 60, 7).astype(dtype) if np.issubdtype(dtype, np.signedinteger) \
+        else np.arange(0, 250, 13).astype(dtype)
+    inits = {"lo": np.array(3, dtype), "hi": np.array(40, dtype)}
+    check("Clip", {"x": x}, {"y": helper.np_dtype_to_tensor_dtype(np.dtype(dtype))}, 13, EXACT,
+          initializers=inits)

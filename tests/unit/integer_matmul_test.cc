@@ -1,8 +1,11 @@
-// MatMulInteger and QLinearMatMul through the kernel registry, and the
-// requantization epilogue (kernels/int8/requantize.h) on its own. Products are
-// checked against naive int64 loops written here; requantized values against
-// the documented formula (int_op_test_util.h), hand-worked values, the ONNX
-// backend tests' expected outputs and ONNX Runtime 1.31.1 outputs.
+// MatMulInteger, QLinearMatMul and com.microsoft MatMulIntegerToFloat /
+// DynamicQuantizeMatMul through the kernel registry, and the requantization
+// epilogue (kernels/int8/requantize.h) on its own. Products are checked
+// against naive int64 loops written here; requantized values against the
+// documented formula (int_op_test_util.h), hand-worked values, the ONNX
+// backend tests' expected outputs and ONNX Runtime 1.31.1 outputs. The fast
+// path is run with B (and its parameters) as constants packed at kernel
+// creation and as per-run inputs, on 1, 2 and 3 threads.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,7 +13,9 @@
 #include <limits>
 
 #include "int_op_test_util.h"
+#include "kernels/int8/gemm.h"
 #include "kernels/int8/requantize.h"
+#include "runtime/thread_pool.h"
 
 namespace octet {
 namespace {
@@ -564,6 +569,323 @@ TEST(QLinearMatMul, ErrorsNameTheNode) {
                  Scalar<int8_t>(0), Scalar(1.f), Scalar<uint8_t>(0)});
       },
       {"node_under_test", "float8e4m3fn"});
+}
+
+}  // namespace
+}  // namespace octet
+
+namespace octet {
+namespace {
+
+using int_test::ExpectedRequant;
+using int_test::MakeTensor;
+using int_test::RandomInt8;
+using int_test::Scalar;
+using int_test::TypeMax;
+using int_test::TypeMin;
+using int_test::ZeroPoints;
+
+// ---------------------------------------------------------------- fast path
+
+// Runs one node as a session would: the inputs marked in `constant` are given
+// to the kernel at creation (so B is packed once), and `pool` runs the product.
+Tensor RunWith(const std::string& domain, const std::string& op, int opset,
+               const std::vector<std::optional<Tensor>>& inputs, const std::vector<bool>& constant,
+               ThreadPool* pool) {
+  Node node;
+  node.name = "fast_node";
+  node.op_type = op;
+  node.domain = domain;
+  node.opset = opset;
+  std::vector<DType> types;
+  std::vector<const Tensor*> ptrs, constants;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    node.inputs.push_back(inputs[i] ? static_cast<int>(i) : -1);
+    types.push_back(inputs[i] ? inputs[i]->dtype() : DType::kUndefined);
+    ptrs.push_back(inputs[i] ? &*inputs[i] : nullptr);
+    constants.push_back(inputs[i] && i < constant.size() && constant[i] ? &*inputs[i] : nullptr);
+  }
+  node.outputs = {static_cast<int>(inputs.size())};
+  const KernelDef& def = KernelRegistry::Global().Find(node, types);
+  KernelInit init{node, types, constants, pool};
+  auto kernel = def.create(init);
+  Tensor out;
+  for (int run = 0; run < 2; ++run) {  // a second run reuses what creation prepared
+    KernelContext ctx(node, ptrs, pool);
+    kernel->Run(ctx);
+    if (run == 1) EXPECT_EQ(std::memcmp(out.raw(), ctx.outputs()[0].raw(), out.nbytes()), 0);
+    out = ctx.outputs()[0];
+  }
+  return out;
+}
+
+// Each configuration: no pool, pools of 1, 2 and 3 threads.
+struct Pools {
+  ThreadPool one{1}, two{2}, three{3};
+  std::vector<ThreadPool*> all() { return {nullptr, &one, &two, &three}; }
+};
+
+int64_t Wrap32(int64_t v) { return static_cast<int32_t>(static_cast<uint32_t>(v)); }
+
+TEST(MatMulIntegerFast, ConstantAndPerRunWeightsOnEveryThreadCount) {
+  std::mt19937 rng(41);
+  Pools pools;
+  struct Case {
+    Shape a, b, za, zb;
+  };
+  // GEMV, row blocks (300 rows of N = 1024 are three 128-row blocks), a batch of A
+  // against one 2-D constant B, batched B, per-row / per-column zero points.
+  const std::vector<Case> cases = {
+      {{1, 512}, {512, 300}, {}, {}},        {{300, 40}, {40, 1024}, {}, {1024}},
+      {{2, 3, 130, 24}, {24, 40}, {}, {40}}, {{2, 5, 8}, {2, 8, 33}, {2, 5, 1}, {2, 1, 33}},
+      {{17, 9}, {9, 70}, {17}, {}},          {{4, 0}, {0, 6}, {}, {}}};
+  for (const Case& c : cases) {
+    for (const auto& [ta, tb] : kTypePairs) {
+      SCOPED_TRACE(ShapeToString(c.a) + " x " + ShapeToString(c.b) + " " + DTypeName(ta) + "/" +
+                   DTypeName(tb));
+      const Tensor a = RandomInt8(ta, c.a, rng);
+      const Tensor b = RandomInt8(tb, c.b, rng);
+      const Tensor za =
+          c.za.empty() ? ZeroPoints(ta, {}, {TypeMax(ta)}) : RandomInt8(ta, c.za, rng);
+      const Tensor zb =
+          c.zb.empty() ? ZeroPoints(tb, {}, {TypeMin(tb)}) : RandomInt8(tb, c.zb, rng);
+      const ExpectedMatMul want = NaiveMatMul(a, &za, b, &zb);
+      for (bool constant : {false, true}) {
+        for (ThreadPool* pool : pools.all()) {
+          const Tensor y = RunWith(kOnnxDomain, "MatMulInteger", 10, {a, b, za, zb},
+                                   {false, constant, constant, constant}, pool);
+          EXPECT_EQ(y.shape(), want.shape);
+          EXPECT_EQ(Int32Values(y), want.acc)
+              << "constant " << constant << " threads " << (pool ? pool->num_threads() : 0);
+        }
+      }
+    }
+  }
+}
+
+TEST(MatMulIntegerFast, KBeyondTheExactGemmLimitWrapsLikeInt32) {
+  // 255 * -255 per step over K = kGemmMaxK + 5 steps: the true sum is below
+  // INT32_MIN, so the int32 result wraps (as in ONNX Runtime); B is packed in
+  // two K chunks whose products are added with wrap-around.
+  const int64_t k = kGemmMaxK + 5;
+  std::mt19937 rng(43);
+  Tensor a = MakeTensor<uint8_t>({2, k}, std::vector<uint8_t>(2 * k, 255));
+  static_cast<uint8_t*>(a.raw())[k + 7] = 3;  // one row not at the extreme
+  const Tensor b = MakeTensor<int8_t>({k, 3}, std::vector<int8_t>(3 * k, -128));
+  const Tensor za = Scalar<uint8_t>(0), zb = Scalar<int8_t>(127);
+  const ExpectedMatMul want = NaiveMatMul(a, &za, b, &zb);
+  std::vector<int64_t> wrapped;
+  for (int64_t v : want.acc) wrapped.push_back(Wrap32(v));
+  EXPECT_NE(wrapped, want.acc);  // the case does overflow int32
+  Pools pools;
+  for (bool constant : {false, true}) {
+    const Tensor y =
+        RunWith(kOnnxDomain, "MatMulInteger", 10, {a, b, za, zb}, {false, constant}, &pools.two);
+    EXPECT_EQ(Int32Values(y), wrapped);
+  }
+  const Tensor r = RandomInt8(DType::kInt8, {k, 5}, rng),
+               ar = RandomInt8(DType::kUInt8, {3, k}, rng);
+  const Tensor y = RunWith(kOnnxDomain, "MatMulInteger", 10, {ar, r}, {false, true}, nullptr);
+  std::vector<int64_t> want_r;
+  for (int64_t v : NaiveMatMul(ar, nullptr, r, nullptr).acc) want_r.push_back(Wrap32(v));
+  EXPECT_EQ(Int32Values(y), want_r);
+}
+
+TEST(QLinearMatMulFast, ConstantWeightsAndScalesOnEveryThreadCount) {
+  std::mt19937 rng(47);
+  std::uniform_real_distribution<float> scale(0.002f, 0.03f);
+  Pools pools;
+  struct Case {
+    Shape a, b, b_param;
+  };
+  const std::vector<Case> cases = {{{1, 700}, {700, 260}, {260}},
+                                   {{200, 64}, {64, 300}, {}},
+                                   {{3, 70, 33}, {33, 65}, {1, 65}},
+                                   {{2, 9, 16}, {2, 16, 40}, {2, 1, 40}}};
+  for (const Case& c : cases) {
+    for (const auto& [ta, tb] : kTypePairs) {
+      for (DType ty : {DType::kUInt8, DType::kInt8}) {
+        SCOPED_TRACE(ShapeToString(c.a) + " x " + ShapeToString(c.b) + " -> " + DTypeName(ty));
+        const Tensor a = RandomInt8(ta, c.a, rng);
+        const Tensor b = RandomInt8(tb, c.b, rng);
+        Tensor b_scale(DType::kFloat32, c.b_param);
+        for (int64_t i = 0; i < b_scale.numel(); ++i) b_scale.data<float>()[i] = scale(rng);
+        const Tensor zb = RandomInt8(tb, c.b_param, rng);
+        const float a_scale = 0.02f;
+        const float y_scale = a_scale * 0.015f * std::sqrt(static_cast<float>(c.a.back()));
+        const int a_zero = TypeMin(ta) + 77, y_zero = TypeMin(ty) + 120;
+        const Tensor za = ZeroPoints(ta, {}, {a_zero}), zy = ZeroPoints(ty, {}, {y_zero});
+        const ExpectedMatMul want = NaiveMatMul(a, &za, b, &zb);
+        std::vector<int64_t> expected;
+        for (size_t i = 0; i < want.acc.size(); ++i) {
+          const int64_t entry = static_cast<int64_t>(i) / (want.m * want.n);
+          const int64_t col = static_cast<int64_t>(i) % want.n;
+          const float bs =
+              b_scale
+                  .data<float>()[ParamIndex(b_scale, want.b_matrix_of_entry[entry], col, want.n)];
+          expected.push_back(ExpectedRequant(want.acc[i], a_scale, bs, y_scale, y_zero, ty));
+        }
+        for (bool constant : {false, true}) {
+          for (ThreadPool* pool : pools.all()) {
+            const Tensor y = RunWith(
+                kOnnxDomain, "QLinearMatMul", 10,
+                {a, Scalar(a_scale), za, b, b_scale, zb, Scalar(y_scale), zy},
+                {false, constant, constant, constant, constant, constant, constant, constant},
+                pool);
+            EXPECT_EQ(Int8Values(y), expected)
+                << "constant " << constant << " threads " << (pool ? pool->num_threads() : 0);
+          }
+        }
+      }
+    }
+  }
+}
+
+// ------------------------------------------------ com.microsoft float outputs
+
+// float(acc) * (a_scale * b_scale[n]), rounded to float32, then + bias[n]
+// rounded to float32 (no fused multiply-add), written independently.
+float ExpectedFloatOutput(int64_t acc, float a_scale, float b_scale, const float* bias) {
+  const float multiplier = a_scale * b_scale;
+  const float product = static_cast<float>(
+      static_cast<double>(static_cast<float>(static_cast<int32_t>(acc))) * multiplier);
+  return bias ? static_cast<float>(static_cast<double>(product) + *bias) : product;
+}
+
+std::vector<float> ExpectedFloatMatMul(const Tensor& a, const Tensor* za, float a_scale,
+                                       const Tensor& b, const Tensor& b_scale, const Tensor* zb,
+                                       const Tensor* bias) {
+  const ExpectedMatMul want = NaiveMatMul(a, za, b, zb);
+  std::vector<float> y;
+  for (size_t i = 0; i < want.acc.size(); ++i) {
+    const int64_t entry = static_cast<int64_t>(i) / (want.m * want.n);
+    const int64_t col = static_cast<int64_t>(i) % want.n;
+    const float bs =
+        b_scale.data<float>()[ParamIndex(b_scale, want.b_matrix_of_entry[entry], col, want.n)];
+    y.push_back(
+        ExpectedFloatOutput(want.acc[i], a_scale, bs, bias ? bias->data<float>() + col : nullptr));
+  }
+  return y;
+}
+
+std::vector<float> FloatValues(const Tensor& t) {
+  return std::vector<float>(t.data<float>(), t.data<float>() + t.numel());
+}
+
+struct FloatCase {
+  Shape a, b, b_param;
+  bool bias;
+};
+
+const std::vector<FloatCase> kFloatCases = {{{1, 300}, {300, 70}, {}, true},
+                                            {{37, 64}, {64, 129}, {129}, true},
+                                            {{2, 150, 33}, {33, 300}, {300}, false},
+                                            {{5, 8}, {8, 3}, {}, false}};
+
+TEST(MatMulIntegerToFloat, MatchesTheFloatOrderOnEveryThreadCount) {
+  std::mt19937 rng(53);
+  std::uniform_real_distribution<float> scale(0.001f, 0.05f), bias_dist(-20.f, 20.f);
+  Pools pools;
+  for (const FloatCase& c : kFloatCases) {
+    for (const auto& [ta, tb] : kTypePairs) {
+      SCOPED_TRACE(ShapeToString(c.a) + " x " + ShapeToString(c.b) + " " + DTypeName(ta) + "/" +
+                   DTypeName(tb));
+      const Tensor a = RandomInt8(ta, c.a, rng);
+      const Tensor b = RandomInt8(tb, c.b, rng);
+      Tensor b_scale(DType::kFloat32, c.b_param), bias(DType::kFloat32, {c.b.back()});
+      for (int64_t i = 0; i < b_scale.numel(); ++i) b_scale.data<float>()[i] = scale(rng);
+      for (int64_t i = 0; i < bias.numel(); ++i) bias.data<float>()[i] = bias_dist(rng);
+      const Tensor zb = RandomInt8(tb, c.b_param, rng);
+      const Tensor za = ZeroPoints(ta, {}, {TypeMin(ta) + 99});
+      const float a_scale = scale(rng);
+      const std::vector<float> expected =
+          ExpectedFloatMatMul(a, &za, a_scale, b, b_scale, &zb, c.bias ? &bias : nullptr);
+      for (bool constant : {false, true}) {
+        for (ThreadPool* pool : pools.all()) {
+          std::vector<std::optional<Tensor>> inputs = {a, b, Scalar(a_scale), b_scale, za, zb};
+          if (c.bias) inputs.push_back(bias);
+          const Tensor y =
+              RunWith(kMsDomain, "MatMulIntegerToFloat", 1, inputs,
+                      {false, constant, constant, constant, constant, constant, constant}, pool);
+          EXPECT_EQ(FloatValues(y), expected);
+        }
+      }
+    }
+  }
+}
+
+TEST(DynamicQuantizeMatMul, QuantizesAsDynamicQuantizeLinearThenMatchesTheFloatOrder) {
+  std::mt19937 rng(59);
+  std::normal_distribution<float> x_dist(0.3f, 2.f);
+  std::uniform_real_distribution<float> scale(0.001f, 0.05f), bias_dist(-20.f, 20.f);
+  Pools pools;
+  for (const FloatCase& c : kFloatCases) {
+    for (DType tb : {DType::kUInt8, DType::kInt8}) {
+      SCOPED_TRACE(ShapeToString(c.a) + " x " + ShapeToString(c.b) + " " + DTypeName(tb));
+      Tensor x(DType::kFloat32, c.a);
+      for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = x_dist(rng);
+      // DynamicQuantizeLinear (docs/int8.md), written out here.
+      float low = 0.f, high = 0.f;
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        low = std::min(low, x.data<float>()[i]);
+        high = std::max(high, x.data<float>()[i]);
+      }
+      const float a_scale = (high - low) / 255.f;
+      const int a_zero =
+          static_cast<int>(int_test::RoundHalfEven(std::clamp(0.f - low / a_scale, 0.f, 255.f)));
+      Tensor a(DType::kUInt8, c.a);
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        const float q = std::clamp(x.data<float>()[i] / a_scale, static_cast<float>(-a_zero),
+                                   static_cast<float>(255 - a_zero));
+        static_cast<uint8_t*>(a.raw())[i] =
+            static_cast<uint8_t>(int_test::RoundHalfEven(q) + a_zero);
+      }
+      const Tensor za = ZeroPoints(DType::kUInt8, {}, {a_zero});
+      const Tensor b = RandomInt8(tb, c.b, rng);
+      Tensor b_scale(DType::kFloat32, c.b_param), bias(DType::kFloat32, {c.b.back()});
+      for (int64_t i = 0; i < b_scale.numel(); ++i) b_scale.data<float>()[i] = scale(rng);
+      for (int64_t i = 0; i < bias.numel(); ++i) bias.data<float>()[i] = bias_dist(rng);
+      const Tensor zb = RandomInt8(tb, c.b_param, rng);
+      const std::vector<float> expected =
+          ExpectedFloatMatMul(a, &za, a_scale, b, b_scale, &zb, c.bias ? &bias : nullptr);
+      for (bool constant : {false, true}) {
+        for (ThreadPool* pool : pools.all()) {
+          std::vector<std::optional<Tensor>> inputs = {x, b, b_scale, zb};
+          if (c.bias) inputs.push_back(bias);
+          const Tensor y = RunWith(kMsDomain, "DynamicQuantizeMatMul", 1, inputs,
+                                   {false, constant, constant, constant, constant}, pool);
+          EXPECT_EQ(FloatValues(y), expected);
+        }
+      }
+    }
+  }
+}
+
+TEST(MatMulIntegerToFloat, ErrorsNameTheNode) {
+  const Tensor a = MakeTensor<uint8_t>({2, 3}, std::vector<uint8_t>(6, 1));
+  const Tensor b = MakeTensor<int8_t>({3, 2}, std::vector<int8_t>(6, 1));
+  int_test::ExpectError(
+      [&] {
+        RunWith(kMsDomain, "MatMulIntegerToFloat", 1,
+                {a, b, MakeTensor<float>({2}, {1.f, 1.f}), Scalar(1.f)}, {}, nullptr);
+      },
+      {"MatMulIntegerToFloat(com.microsoft, opset 1) node 'fast_node'", "a_scale"});
+  int_test::ExpectError(
+      [&] {
+        RunWith(kMsDomain, "MatMulIntegerToFloat", 1,
+                {a, b, Scalar(1.f), Scalar(1.f), std::nullopt, std::nullopt,
+                 MakeTensor<float>({3}, {1.f, 1.f, 1.f})},
+                {}, nullptr);
+      },
+      {"fast_node", "bias", "[3]"});
+  int_test::ExpectError(
+      [&] {
+        RunWith(kMsDomain, "DynamicQuantizeMatMul", 1,
+                {MakeTensor<float>({2, 3}, std::vector<float>(6, 1.f)), b,
+                 MakeTensor<float>({3}, {1.f, 1.f, 1.f})},
+                {}, nullptr);
+      },
+      {"DynamicQuantizeMatMul(com.microsoft, opset 1)", "b_scale", "[3]"});
 }
 
 }  // namespace

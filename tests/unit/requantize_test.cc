@@ -4,6 +4,8 @@
 // inputs, .5 ties, NaN and infinite products, saturation at zero points on the
 // type limits, and column counts around the vector widths. Every buffer ends
 // right before an inaccessible page, so an over-read or over-write faults.
+#include "kernels/int8/requantize.h"
+
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -17,7 +19,6 @@
 
 #include "core/error.h"
 #include "int_op_test_util.h"
-#include "kernels/int8/requantize.h"
 
 namespace octet {
 namespace {
@@ -65,7 +66,8 @@ std::vector<Isa> SupportedPaths() {
 // with int32 wrap) * multiplier, clamp in float with NaN -> low bound, round
 // half to even (by comparison with the floor), + zero point.
 int ExpectedValue(int32_t acc, int32_t bias, float multiplier, int zero, DType type) {
-  const int32_t sum = static_cast<int32_t>(static_cast<uint32_t>(acc) + static_cast<uint32_t>(bias));
+  const int32_t sum =
+      static_cast<int32_t>(static_cast<uint32_t>(acc) + static_cast<uint32_t>(bias));
   const float product = static_cast<float>(sum) * multiplier;
   const double lo = TypeMin(type) - zero, hi = TypeMax(type) - zero;
   double v = std::isnan(product) ? lo : std::min(std::max<double>(product, lo), hi);

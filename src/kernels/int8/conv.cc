@@ -4,12 +4,9 @@
 #include <cstring>
 #include <functional>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
 #include "core/error.h"
 #include "kernels/int8/conv_depthwise.h"
+#include "kernels/int8/conv_pack.h"
 #include "kernels/int8/gemm.h"
 #include "kernels/int8/gemm_pack.h"
 #include "kernels/int8/requantize.h"
@@ -79,65 +76,6 @@ struct Scratch {
 Scratch& ThreadScratch() {
   thread_local Scratch scratch;
   return scratch;
-}
-
-// The pixels [p0, p0 + count) of im2col row (ky, kx) of one input channel, in
-// the B domain (the stored byte XOR flip); padding holds `pad` (x_zero there).
-void BuildIm2colRow(const ConvGeometry& g, const uint8_t* channel, int64_t ky, int64_t kx,
-                    int64_t p0, int64_t count, uint8_t flip, int8_t pad, int8_t* out) {
-  const int64_t offset_x = kx * g.dilation_w - g.pad_left;  // ix = ox * stride_w + offset_x
-  // Output columns [lo, hi) read inside the row.
-  const int64_t lo = std::min(g.out_w, offset_x >= 0 ? 0 : CeilDiv(-offset_x, g.stride_w));
-  const int64_t hi =
-      std::max(lo, std::min(g.out_w, std::max<int64_t>(0, CeilDiv(g.in_w - offset_x, g.stride_w))));
-  for (int64_t p = p0, end = p0 + count; p < end;) {
-    const int64_t oy = p / g.out_w, ox = p % g.out_w;
-    const int64_t n = std::min(g.out_w - ox, end - p);
-    const int64_t iy = oy * g.stride_h - g.pad_top + ky * g.dilation_h;
-    if (iy < 0 || iy >= g.in_h) {
-      std::fill_n(out, n, pad);
-    } else {
-      const int64_t a = std::clamp(lo, ox, ox + n), b = std::clamp(hi, a, ox + n);
-      std::fill_n(out, a - ox, pad);
-      const uint8_t* src = channel + iy * g.in_w + offset_x;
-      int8_t* dst = out - ox;
-      if (g.stride_w == 1) {
-        for (int64_t i = a; i < b; ++i) dst[i] = static_cast<int8_t>(src[i] ^ flip);
-      } else {
-        for (int64_t i = a; i < b; ++i) dst[i] = static_cast<int8_t>(src[i * g.stride_w] ^ flip);
-      }
-      std::fill_n(out + (b - ox), ox + n - b, pad);
-    }
-    out += n;
-    p += n;
-  }
-}
-
-// Writes 4 rows of `cols` bytes (rows[i * cols + j], cols a multiple of nr)
-// as group g of the B panels: panel q's group g holds, for each of its nr
-// columns, the 4 bytes of that column.
-void InterleaveGroup(const int8_t* rows, int64_t cols, int nr, int64_t panel_stride,
-                     int8_t* group_dst) {
-  auto dst_of = [&](int64_t c) { return group_dst + (c / nr) * panel_stride + (c % nr) * kGroup; };
-  int64_t c = 0;
-#if defined(__SSE2__)
-  for (; c + 16 <= cols; c += 16) {
-    __m128i r[4];
-    for (int i = 0; i < 4; ++i)
-      r[i] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows + i * cols + c));
-    const __m128i lo01 = _mm_unpacklo_epi8(r[0], r[1]), hi01 = _mm_unpackhi_epi8(r[0], r[1]);
-    const __m128i lo23 = _mm_unpacklo_epi8(r[2], r[3]), hi23 = _mm_unpackhi_epi8(r[2], r[3]);
-    // Each quarter: 4 columns x 4 bytes; 4 columns never straddle a panel (nr % 4 == 0).
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst_of(c)), _mm_unpacklo_epi16(lo01, lo23));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst_of(c + 4)), _mm_unpackhi_epi16(lo01, lo23));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst_of(c + 8)), _mm_unpacklo_epi16(hi01, hi23));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst_of(c + 12)), _mm_unpackhi_epi16(hi01, hi23));
-  }
-#endif
-  for (; c < cols; ++c) {
-    int8_t* d = dst_of(c);
-    for (int i = 0; i < 4; ++i) d[i] = rows[i * cols + c];
-  }
 }
 
 }  // namespace
@@ -263,7 +201,7 @@ void Int8Conv::RunGemm(const ConvGeometry& g, const Int8ConvOperand& x, const Ou
   const TileFn tile = TileFnFor(isa_);
   const int64_t pixels = g.out_h * g.out_w, in_plane = g.in_h * g.in_w;
   const int64_t in_per_group = g.in_channels / g.group, out_per_group = g.out_channels / g.group;
-  const int64_t taps = g.kernel_h * g.kernel_w, kg = k_groups_;
+  const int64_t kg = k_groups_;
 
   const int64_t fit = kPackBytes / std::max<int64_t>(1, kg * kGroup) / s.nr * s.nr;
   const int64_t block_pixels = std::min(std::clamp<int64_t>(fit, s.nr, kMaxBlockPixels), pixels);
@@ -281,6 +219,11 @@ void Int8Conv::RunGemm(const ConvGeometry& g, const Int8ConvOperand& x, const Ou
   const int32_t zb = x_zero - (x.is_signed ? 0 : 128);
   const auto* x_bytes = static_cast<const uint8_t*>(x.data);
   const uint8_t* packed_w = packed_w_.data();
+#if defined(__x86_64__) || defined(_M_X64)
+  const auto pack = isa_ == Isa::kAvx512Vnni ? conv::PackIm2colAvx512 : conv::PackIm2col;
+#else
+  const auto pack = conv::PackIm2col;
+#endif
 
   RunParallel(pool, outer_items * row_blocks, [&](int64_t t0, int64_t t1) {
     Scratch& sc = ThreadScratch();
@@ -295,27 +238,18 @@ void Int8Conv::RunGemm(const ConvGeometry& g, const Int8ConvOperand& x, const Ou
       // Pack the block's im2col columns (k = (c, ky, kx), as in w) with column sums.
       sc.packed_b.resize(kg * kGroup * cols);
       sc.rows.resize(kGroup * cols);
-      sc.col_sum.assign(cols, 0);
-      const uint8_t* x_group = x_bytes + (n * g.in_channels + gi * in_per_group) * in_plane;
+      sc.col_sum.resize(cols);
       auto* packed_b = reinterpret_cast<int8_t*>(sc.packed_b.data());
-      for (int64_t grp = 0; grp < kg; ++grp) {
-        for (int i = 0; i < kGroup; ++i) {
-          const int64_t k = grp * kGroup + i;
-          int8_t* row = sc.rows.data() + i * cols;
-          if (k >= k_) {  // padding k: the packed weights are 0 there
-            std::fill_n(row, cols, 0);
-            continue;
-          }
-          const int64_t c = k / taps, tap = k % taps;
-          BuildIm2colRow(g, x_group + c * in_plane, tap / g.kernel_w, tap % g.kernel_w, p0, count,
-                         flip, static_cast<int8_t>(zb), row);
-          std::fill(row + count, row + cols, 0);
-          int32_t* sums = sc.col_sum.data();
-          for (int64_t j = 0; j < count; ++j) sums[j] += row[j];
-        }
-        InterleaveGroup(sc.rows.data(), cols, s.nr, kg * s.nr * kGroup,
-                        packed_b + grp * s.nr * kGroup);
-      }
+      const conv::Im2colBlock block{&g,
+                                    x_bytes + (n * g.in_channels + gi * in_per_group) * in_plane,
+                                    k_,
+                                    p0,
+                                    count,
+                                    cols,
+                                    s.nr,
+                                    flip,
+                                    static_cast<int8_t>(zb)};
+      pack(block, sc.rows.data(), packed_b, sc.col_sum.data());
       sc.col_term.resize(cols);
       sc.col_zb.assign(cols, zb);
       for (int64_t j = 0; j < cols; ++j) {

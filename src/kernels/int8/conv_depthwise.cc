@@ -9,23 +9,36 @@ int64_t DepthwisePhaseLength(const ConvGeometry& g) {
   return (padded_w + g.stride_w - 1) / g.stride_w;
 }
 
+namespace {
+template <typename T>
+void BuildPlane(const ConvGeometry& g, const T* channel, int32_t x_zero, int32_t* plane) {
+  const int64_t phase_len = DepthwisePhaseLength(g), s = g.stride_w;
+  for (int64_t ph = 0; ph < s; ++ph) {
+    // Phase values t with ix = t * s + ph - pad_left inside the row: [lo, hi).
+    const int64_t start = ph - g.pad_left;
+    const int64_t lo = std::min(phase_len, start >= 0 ? 0 : (-start + s - 1) / s);
+    const int64_t hi = std::clamp<int64_t>((g.in_w - start + s - 1) / s, lo, phase_len);
+    for (int64_t iy = 0; iy < g.in_h; ++iy) {
+      const T* src = channel + iy * g.in_w + start;
+      int32_t* dst = plane + (iy * s + ph) * phase_len;
+      std::fill_n(dst, lo, 0);
+      if (s == 1) {
+        for (int64_t t = lo; t < hi; ++t) dst[t] = static_cast<int32_t>(src[t]) - x_zero;
+      } else {
+        for (int64_t t = lo; t < hi; ++t) dst[t] = static_cast<int32_t>(src[t * s]) - x_zero;
+      }
+      std::fill(dst + hi, dst + phase_len, 0);
+    }
+  }
+}
+}  // namespace
+
 void BuildDepthwisePlane(const ConvGeometry& g, const uint8_t* channel, bool is_signed,
                          int32_t x_zero, int32_t* plane) {
-  const int64_t phase_len = DepthwisePhaseLength(g), s = g.stride_w;
-  for (int64_t iy = 0; iy < g.in_h; ++iy) {
-    const uint8_t* src = channel + iy * g.in_w;
-    int32_t* row = plane + iy * s * phase_len;
-    for (int64_t ph = 0; ph < s; ++ph) {
-      int32_t* dst = row + ph * phase_len;
-      for (int64_t t = 0; t < phase_len; ++t) {
-        const int64_t ix = t * s + ph - g.pad_left;
-        int32_t v = 0;
-        if (ix >= 0 && ix < g.in_w) {
-          v = (is_signed ? static_cast<int32_t>(static_cast<int8_t>(src[ix])) : src[ix]) - x_zero;
-        }
-        dst[t] = v;
-      }
-    }
+  if (is_signed) {
+    BuildPlane(g, reinterpret_cast<const int8_t*>(channel), x_zero, plane);
+  } else {
+    BuildPlane(g, channel, x_zero, plane);
   }
 }
 

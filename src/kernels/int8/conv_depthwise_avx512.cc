@@ -1,4 +1,4 @@
-// AVX-512 depthwise kernel: 64 output pixels of a row in four zmm
+// AVX-512 depthwise kernel: up to 64 output pixels of a row in four zmm
 // accumulators, kept in registers across all taps (vpmulld + vpaddd per tap
 // and 16 pixels; |x - x_zero| * |w - w_zero| <= 255 * 255, int32 wrap-around
 // like the scalar kernel).
@@ -15,11 +15,8 @@ inline __mmask16 TailMask(int64_t remaining) {
                          : static_cast<__mmask16>((1u << remaining) - 1);
 }
 
-}  // namespace
-
-void DepthwiseChannelAvx512(const ConvGeometry& g, const DepthwisePlane& p, const int32_t* taps,
-                            int32_t* out) {
-  constexpr int kVecs = 4;
+template <int kVecs>
+void Channel(const ConvGeometry& g, const DepthwisePlane& p, const int32_t* taps, int32_t* out) {
   for (int64_t oy = 0; oy < g.out_h; ++oy) {
     // Taps whose input row lies in the padding contribute 0; skip them once per row.
     int64_t ky_begin = 0, ky_end = g.kernel_h;
@@ -54,6 +51,23 @@ void DepthwiseChannelAvx512(const ConvGeometry& g, const DepthwisePlane& p, cons
       for (int v = 0; v < kVecs; ++v)
         _mm512_mask_storeu_epi32(out + oy * g.out_w + ox0 + v * 16, mask[v], acc[v]);
     }
+  }
+}
+
+}  // namespace
+
+void DepthwiseChannelAvx512(const ConvGeometry& g, const DepthwisePlane& p, const int32_t* taps,
+                            int32_t* out) {
+  // As many vectors as a row needs, up to 4 (narrow rows would otherwise multiply zeros).
+  switch ((g.out_w + 15) / 16) {
+    case 1:
+      return Channel<1>(g, p, taps, out);
+    case 2:
+      return Channel<2>(g, p, taps, out);
+    case 3:
+      return Channel<3>(g, p, taps, out);
+    default:
+      return Channel<4>(g, p, taps, out);
   }
 }
 

@@ -79,8 +79,8 @@ void ScaleS32ToFloat(const int32_t* acc, int64_t ld_acc, int64_t rows, int64_t c
 namespace requant {
 using RequantizeRowFn = void (*)(const int32_t* acc, int64_t c0, int64_t c1,
                                  const RequantizeParams& p, void* out);
-using FloatRowFn = void (*)(const int32_t* acc, int64_t c0, int64_t c1,
-                            const FloatOutputParams& p, float* out);
+using FloatRowFn = void (*)(const int32_t* acc, int64_t c0, int64_t c1, const FloatOutputParams& p,
+                            float* out);
 void RequantizeRowScalar(const int32_t* acc, int64_t c0, int64_t c1, const RequantizeParams& p,
                          void* out);
 void FloatRowScalar(const int32_t* acc, int64_t c0, int64_t c1, const FloatOutputParams& p,

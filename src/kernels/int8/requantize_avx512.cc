@@ -18,15 +18,15 @@ namespace octet::requant {
 namespace {
 
 __mmask16 ColumnMask(int64_t count) {
-  return count >= 16 ? static_cast<__mmask16>(0xFFFF)
-                     : static_cast<__mmask16>((1u << count) - 1);
+  return count >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << count) - 1);
 }
 
 template <typename T>
-void RequantizeRow(const int32_t* acc, int64_t c0, int64_t c1, const RequantizeParams& p,
-                   T* out) {
-  const __m512 lo = _mm512_set1_ps(static_cast<float>(std::numeric_limits<T>::min() - p.zero_point));
-  const __m512 hi = _mm512_set1_ps(static_cast<float>(std::numeric_limits<T>::max() - p.zero_point));
+void RequantizeRow(const int32_t* acc, int64_t c0, int64_t c1, const RequantizeParams& p, T* out) {
+  const __m512 lo =
+      _mm512_set1_ps(static_cast<float>(std::numeric_limits<T>::min() - p.zero_point));
+  const __m512 hi =
+      _mm512_set1_ps(static_cast<float>(std::numeric_limits<T>::max() - p.zero_point));
   const __m512i zero_point = _mm512_set1_epi32(p.zero_point);
   const __m512 tensor_multiplier = _mm512_set1_ps(p.multiplier[0]);
   const __m512i tensor_bias = _mm512_set1_epi32(p.bias ? p.bias[0] : 0);
@@ -37,9 +37,8 @@ void RequantizeRow(const int32_t* acc, int64_t c0, int64_t c1, const RequantizeP
       sum = _mm512_add_epi32(
           sum, p.bias_per_column ? _mm512_maskz_loadu_epi32(mask, p.bias + c) : tensor_bias);
     }
-    const __m512 multiplier = p.multiplier_per_column
-                                  ? _mm512_maskz_loadu_ps(mask, p.multiplier + c)
-                                  : tensor_multiplier;
+    const __m512 multiplier =
+        p.multiplier_per_column ? _mm512_maskz_loadu_ps(mask, p.multiplier + c) : tensor_multiplier;
     __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(sum), multiplier);
     v = _mm512_max_ps(v, lo);  // NaN -> lo
     v = _mm512_min_ps(v, hi);
@@ -77,8 +76,8 @@ void FloatRowAvx512(const int32_t* acc, int64_t c0, int64_t c1, const FloatOutpu
     __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(sum), scale);
     asm("" : "+v"(v));  // keeps the product rounded: no fused multiply-add with the bias
     if (p.bias) {
-      v = _mm512_add_ps(v, p.bias_per_column ? _mm512_maskz_loadu_ps(mask, p.bias + c)
-                                             : tensor_bias);
+      v = _mm512_add_ps(v,
+                        p.bias_per_column ? _mm512_maskz_loadu_ps(mask, p.bias + c) : tensor_bias);
     }
     _mm512_mask_storeu_ps(out + c, mask, v);
   }

@@ -1,0 +1,228 @@
+"""com.microsoft quantized operators (QOperator format) against ONNX Runtime 1.31.1, bit for bit,
+and the DequantizeLinear x2 -> Add | Mul -> QuantizeLinear fold that runs them (issue 4).
+
+The single-node cases feed full 256 x 256 grids of input pairs (every (a, b) combination)
+through each broadcast path ORT distinguishes (both inputs vectors; A or B the single value of
+a broadcast span) with random scales and zero points, u8 and s8."""
+
+import re
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import octet
+from test_qdq_fusion import ALL, DISABLED, TYPE_CODE, random_q, run_octet, run_ort
+
+MS = "com.microsoft"
+GRID = np.arange(256)
+
+
+def grid_inputs(dtype, layout):
+    """All 65536 (a, b) pairs, shaped for one of ORT's broadcast paths."""
+    values = (GRID + np.iinfo(dtype).min).astype(dtype)
+    if layout == "vectors":
+        return np.repeat(values, 256), np.tile(values, 256)
+    if layout == "scalar_a":  # A [256, 1] against B [1, 256]: A is one value per span
+        return values.reshape(256, 1), values.reshape(1, 256)
+    return values.reshape(1, 256), values.reshape(256, 1)  # scalar_b
+
+
+def params(rng, dtype):
+    info = np.iinfo(dtype)
+    scales = rng.uniform(0.002, 0.2, size=3).astype(np.float32)
+    zeros = rng.integers(info.min, info.max + 1, size=3)
+    return scales, zeros
+
+
+def binary_model(op, dtype, a_shape, b_shape, scales, zeros, omit_zeros=False):
+    code = TYPE_CODE[np.dtype(dtype)]
+    inits, names = [], []
+    for tag, s, z in zip("abc", scales, zeros):
+        inits.append(numpy_helper.from_array(np.array(s, np.float32), "s" + tag))
+        names.append("s" + tag)
+        if omit_zeros:
+            names.append("")
+        else:
+            inits.append(numpy_helper.from_array(np.array(z, dtype), "z" + tag))
+            names.append("z" + tag)
+    inputs = ["A", names[0], names[1], "B", names[2], names[3], names[4], names[5]]
+    while inputs[-1] == "":
+        inputs.pop()
+    node = helper.make_node(op, inputs, ["C"], domain=MS)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("A", code, a_shape),
+                                            helper.make_tensor_value_info("B", code, b_shape)],
+                              [helper.make_tensor_value_info("C", code, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21),
+                                                    helper.make_opsetid(MS, 1)], ir_version=10)
+    return model.SerializeToString()
+
+
+def run_both(model, feeds):
+    ours = octet.InferenceSession(model, threads=1).run(None, feeds)[0]
+    theirs = run_ort(model, feeds, DISABLED)[0]
+    return ours, theirs
+
+
+def assert_same(ours, theirs, what):
+    assert ours.shape == theirs.shape and ours.dtype == theirs.dtype, what
+    diff = np.flatnonzero(ours.astype(np.int32) != theirs.astype(np.int32))
+    assert diff.size == 0, "%s: %d mismatches, first at %d: octet %d ort %d" % (
+        what, diff.size, diff[0], ours.flat[diff[0]], theirs.flat[diff[0]])
+
+
+@pytest.mark.parametrize("layout", ["vectors", "scalar_a", "scalar_b"])
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8], ids=["u8", "s8"])
+@pytest.mark.parametrize("op", ["QLinearAdd", "QLinearMul"])
+def test_binary_full_grid(op, dtype, layout):
+    rng = np.random.default_rng(hash((op, layout, np.dtype(dtype).name)) % 2**32)
+    a, b = grid_inputs(dtype, layout)
+    for trial in range(12):
+        scales, zeros = params(rng, dtype)
+        if trial == 0:  # ties everywhere: power-of-two ratios
+            scales = np.array([0.5, 0.25, 1.0], np.float32) * np.float32(0.0625)
+        model = binary_model(op, dtype, list(a.shape), list(b.shape), scales, zeros)
+        ours, theirs = run_both(model, {"A": a, "B": b})
+        assert_same(ours, theirs, "%s %s trial %d scales %s zeros %s" % (op, layout, trial,
+                                                                          scales, zeros))
+
+
+BROADCAST_SHAPES = [([2, 3, 4], [2, 3, 4]), ([2, 3, 4], [4]), ([4], [2, 3, 4]), ([2, 3, 1], [4]),
+                    ([2, 1, 4], [3, 1]), ([], [2, 3]), ([2, 3], []), ([1], [2, 3]),
+                    ([2, 3], [1]), ([3, 1], [1]), ([1], [3, 1]), ([2, 3, 1], [1, 1]),
+                    ([1, 1], [2, 3, 1]), ([1, 1], [1]), ([], []), ([5, 1, 1], [1, 6, 1]),
+                    ([0, 3], [3]), ([2, 1, 3], [1, 1])]
+
+
+@pytest.mark.parametrize("shapes", BROADCAST_SHAPES, ids=lambda s: "x".join(map(str, s)) or "r0")
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8], ids=["u8", "s8"])
+@pytest.mark.parametrize("op", ["QLinearAdd", "QLinearMul"])
+def test_binary_broadcast(op, dtype, shapes):
+    rng = np.random.default_rng(7)
+    a_shape, b_shape = shapes
+    for trial in range(20):
+        scales, zeros = params(rng, dtype)
+        model = binary_model(op, dtype, a_shape, b_shape, scales, zeros, omit_zeros=trial == 0)
+        feeds = {"A": random_q(rng, dtype, a_shape), "B": random_q(rng, dtype, b_shape)}
+        ours, theirs = run_both(model, feeds)
+        assert_same(ours, theirs, "%s %s x %s trial %d" % (op, a_shape, b_shape, trial))
+
+
+def test_binary_bad_shapes_raise():
+    model = binary_model("QLinearAdd", np.uint8, [2, 3], [4], [0.1] * 3, [1, 2, 3])
+    with pytest.raises(octet.OctetError, match="QLinearAdd.*do not broadcast"):
+        octet.InferenceSession(model).run(None, {"A": np.zeros((2, 3), np.uint8),
+                                                 "B": np.zeros(4, np.uint8)})
+
+
+# --- DequantizeLinear x2 -> Add | Mul -> QuantizeLinear ------------------------------------
+
+def qdq_binary_model(op, dtype, a_shape, b_shape, scales, zeros, b_type=None, per_axis_b=False,
+                     requantize=True):
+    code = TYPE_CODE[np.dtype(dtype)]
+    b_type = np.dtype(b_type or dtype)
+    inits = [numpy_helper.from_array(np.array(scales[0], np.float32), "sa"),
+             numpy_helper.from_array(np.array(zeros[0], dtype), "za"),
+             numpy_helper.from_array(np.array(scales[2], np.float32), "sc"),
+             numpy_helper.from_array(np.array(zeros[2], dtype), "zc")]
+    if per_axis_b:  # per-axis B parameters along its last axis: not a QLinearAdd input
+        n = b_shape[-1]
+        inits += [numpy_helper.from_array(np.full(n, scales[1], np.float32), "sb"),
+                  numpy_helper.from_array(np.full(n, zeros[1], b_type), "zb")]
+    else:
+        inits += [numpy_helper.from_array(np.array(scales[1], np.float32), "sb"),
+                  numpy_helper.from_array(np.array(zeros[1], b_type), "zb")]
+    nodes = [helper.make_node("DequantizeLinear", ["A", "sa", "za"], ["ad"]),
+             helper.make_node("DequantizeLinear", ["B", "sb", "zb"], ["bd"],
+                              **({"axis": -1} if per_axis_b else {})),
+             helper.make_node(op, ["ad", "bd"], ["f"], name="bin")]
+    out = "f"
+    if requantize:
+        nodes.append(helper.make_node("QuantizeLinear", ["f", "sc", "zc"], ["C"]))
+        out = "C"
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("A", code, a_shape),
+                     helper.make_tensor_value_info("B", TYPE_CODE[b_type], b_shape)],
+        [helper.make_tensor_value_info(out, code if requantize else TensorProto.FLOAT, None)],
+        inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)],
+                             ir_version=10).SerializeToString()
+
+
+def exact_real(op, a, b, scales, zeros):
+    """The exact quantized real value (before rounding) in float64."""
+    da = (a.astype(np.float64) - zeros[0]) * np.float64(scales[0])
+    db = (b.astype(np.float64) - zeros[1]) * np.float64(scales[1])
+    return (da + db if op == "Add" else da * db) / np.float64(scales[2]) + zeros[2]
+
+
+@pytest.fixture
+def qdq_debug(monkeypatch):
+    monkeypatch.setenv("OCTET_QDQ_DEBUG", "1")
+    monkeypatch.delenv("OCTET_QDQ", raising=False)
+
+
+@pytest.mark.parametrize("layout", ["vectors", "scalar_a", "scalar_b"])
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8], ids=["u8", "s8"])
+@pytest.mark.parametrize("op", ["Add", "Mul"])
+def test_qdq_binary_fused(op, dtype, layout, qdq_debug, capfd):
+    rng = np.random.default_rng(11)
+    a, b = grid_inputs(dtype, layout)
+    ties = 0
+    for trial in range(6):
+        scales, zeros = params(rng, dtype)
+        if trial == 0:
+            scales = np.array([0.5, 0.25, 1.0], np.float32) * np.float32(0.0625)
+        model = qdq_binary_model(op, dtype, list(a.shape), list(b.shape), scales, zeros)
+        feeds = {"A": a, "B": b}
+        (ours,), report = run_octet(model, feeds, capfd)
+        assert "qdq_refused" not in report and re.search(r"qdq_groups=1 claimed=1", report), report
+        # ORT fuses u8 on x86; s8 only with session.qdqisint8allowed=1.
+        fused = run_ort(model, feeds, ALL, int8_allowed=True)[0]
+        assert_same(ours, fused, "%s %s trial %d vs ORT_ENABLE_ALL" % (op, layout, trial))
+        unfused = run_ort(model, feeds, DISABLED)[0]
+        d = ours.astype(np.int32) - unfused.astype(np.int32)
+        assert np.abs(d).max() <= 1, "%s trial %d: %d" % (op, trial, np.abs(d).max())
+        real = np.broadcast_to(exact_real(op, a, b, scales, zeros), ours.shape)
+        off = d != 0
+        frac = np.abs(real[off] - np.floor(real[off]) - 0.5)
+        assert np.all(frac < 1e-3 * np.maximum(1, np.abs(real[off]))), "non-tie difference"
+        ties += int(off.sum())
+    print("\n%s %s %s: %d one-LSB differences from ORT_DISABLE_ALL, all on ties, of %d values"
+          % (op, np.dtype(dtype).name, layout, ties, 6 * ours.size))
+
+
+@pytest.mark.parametrize("case, why", [
+    ("types_differ", "binary_types_differ"), ("per_axis", "binary_dq_param_not_scalar"),
+    ("float_out", "binary_not_requantized")])
+@pytest.mark.parametrize("op", ["Add", "Mul"])
+def test_qdq_binary_refused(op, case, why, qdq_debug, capfd):
+    rng = np.random.default_rng(5)
+    scales, zeros = params(rng, np.uint8)
+    model = qdq_binary_model(op, np.uint8, [3, 4], [3, 4], scales, zeros,
+                             b_type=np.int8 if case == "types_differ" else None,
+                             per_axis_b=case == "per_axis", requantize=case != "float_out")
+    b_type = np.int8 if case == "types_differ" else np.uint8
+    feeds = {"A": random_q(rng, np.uint8, [3, 4]), "B": random_q(rng, b_type, [3, 4])}
+    zeros[1] = 0 if case == "types_differ" else zeros[1]
+    (ours,), report = run_octet(model, feeds, capfd)
+    assert re.findall(r"qdq_refused why=(\S+) op=" + op, report) == [why], report
+    assert re.search(r"qdq_groups=1 claimed=0", report), report
+    theirs = run_ort(model, feeds, DISABLED)[0]
+    assert ours.dtype == theirs.dtype and np.array_equal(ours, theirs)
+
+
+def test_qdq_binary_shared_dq_kept(qdq_debug, capfd):
+    """A DequantizeLinear that also feeds a graph output keeps running for it."""
+    scales, zeros = [0.05, 0.03, 0.07], [10, 200, 128]
+    model = qdq_binary_model("Add", np.uint8, [8], [8], scales, zeros)
+    m = __import__("onnx").load_from_string(model)
+    m.graph.output.append(helper.make_tensor_value_info("ad", TensorProto.FLOAT, None))
+    model = m.SerializeToString()
+    rng = np.random.default_rng(1)
+    feeds = {"A": random_q(rng, np.uint8, [8]), "B": random_q(rng, np.uint8, [8])}
+    ours, report = run_octet(model, feeds, capfd)
+    assert re.search(r"qdq_groups=1 claimed=1", report), report
+    for mine, theirs in zip(ours, run_ort(model, feeds, ALL)):
+        assert np.array_equal(mine, theirs)

@@ -1,0 +1,172 @@
+// com.microsoft QLinearAdd / QLinearMul against the exact real result (double,
+// round half to even), and the DequantizeLinear x2 -> Add | Mul ->
+// QuantizeLinear fold's graph edit. Bit equality with ONNX Runtime is checked in
+// tests/python/test_qlinear_ops.py.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "int_op_test_util.h"
+#include "rewrite/qdq_binary.h"
+#include "rewrite/rewrite.h"
+
+namespace octet {
+namespace {
+
+using int_test::Int8At;
+using int_test::RoundHalfEven;
+using int_test::TypeMax;
+using int_test::TypeMin;
+using int_test::ZeroPoints;
+
+Tensor RunMsNode(const std::string& op, const std::vector<std::optional<Tensor>>& inputs) {
+  Node node;
+  node.name = "node_under_test";
+  node.op_type = op;
+  node.domain = kMsDomain;
+  node.opset = 1;
+  std::vector<DType> types;
+  std::vector<const Tensor*> ptrs;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    node.inputs.push_back(inputs[i] ? static_cast<int>(i) : -1);
+    types.push_back(inputs[i] ? inputs[i]->dtype() : DType::kUndefined);
+    ptrs.push_back(inputs[i] ? &*inputs[i] : nullptr);
+  }
+  node.outputs = {static_cast<int>(inputs.size())};
+  const KernelDef& def = KernelRegistry::Global().Find(node, types);
+  KernelInit init{node, types, std::vector<const Tensor*>(inputs.size(), nullptr), nullptr};
+  auto kernel = def.create(init);
+  KernelContext ctx(node, ptrs, nullptr);
+  kernel->Run(ctx);
+  return ctx.outputs()[0];
+}
+
+struct Case {
+  const char* op;
+  DType type;
+  float sa, sb, sc;
+  int za, zb, zc;
+};
+
+// Every (a, b) pair, as A [256, 1] against B [1, 256] (A is the single value of
+// each broadcast span) and as B [256, 1] against A [1, 256].
+void CheckGrid(const Case& c, bool a_is_column) {
+  Tensor a(c.type, a_is_column ? Shape{256, 1} : Shape{1, 256});
+  Tensor b(c.type, a_is_column ? Shape{1, 256} : Shape{256, 1});
+  for (int i = 0; i < 256; ++i) {
+    static_cast<uint8_t*>(a.raw())[i] = static_cast<uint8_t>(i);
+    static_cast<uint8_t*>(b.raw())[i] = static_cast<uint8_t>(i);
+  }
+  const Tensor y = RunMsNode(
+      c.op, {a, int_test::Scalar(c.sa), ZeroPoints(c.type, {}, {c.za}), b, int_test::Scalar(c.sb),
+             ZeroPoints(c.type, {}, {c.zb}), int_test::Scalar(c.sc), ZeroPoints(c.type, {}, {c.zc})});
+  ASSERT_EQ(y.shape(), (Shape{256, 256}));
+  const bool add = std::string(c.op) == "QLinearAdd";
+  int near_ties = 0;
+  for (int64_t i = 0; i < 256; ++i) {
+    for (int64_t j = 0; j < 256; ++j) {
+      const int64_t out = i * 256 + j;
+      const double va = (Int8At(a, a_is_column ? i : j) - c.za) * double{c.sa};
+      const double vb = (Int8At(b, a_is_column ? j : i) - c.zb) * double{c.sb};
+      const double real = (add ? va + vb : va * vb) / c.sc + c.zc;
+      const double expected =
+          std::clamp<double>(RoundHalfEven(real), TypeMin(c.type), TypeMax(c.type));
+      const double frac = std::abs(real - std::floor(real) - 0.5);
+      if (frac < 1e-3) {  // float32 arithmetic may land on either side of a tie
+        ++near_ties;
+        EXPECT_LE(std::abs(Int8At(y, out) - expected), 1) << c.op << " at " << i << "," << j;
+      } else {
+        ASSERT_EQ(Int8At(y, out), expected) << c.op << " at " << i << "," << j << " real " << real;
+      }
+    }
+  }
+  EXPECT_LT(near_ties, 256 * 256);
+}
+
+TEST(QLinearBinaryTest, FullGridsMatchTheExactResultOffTies) {
+  const Case cases[] = {
+      {"QLinearAdd", DType::kUInt8, 0.031f, 0.017f, 0.045f, 128, 3, 100},
+      {"QLinearAdd", DType::kInt8, 0.002f, 0.19f, 0.11f, -40, 25, -7},
+      {"QLinearMul", DType::kUInt8, 0.031f, 0.017f, 1.3f, 128, 3, 100},
+      {"QLinearMul", DType::kInt8, 0.02f, 0.05f, 0.9f, -40, 25, -7},
+  };
+  for (const Case& c : cases) {
+    CheckGrid(c, true);
+    CheckGrid(c, false);
+  }
+}
+
+TEST(QLinearBinaryTest, ShapesThatDoNotBroadcastFail) {
+  Tensor a(DType::kUInt8, {2, 3});
+  Tensor b(DType::kUInt8, {4});
+  const float s = 0.5f;
+  EXPECT_THROW(RunMsNode("QLinearAdd", {a, int_test::Scalar(s), std::nullopt, b,
+                                        int_test::Scalar(s), std::nullopt, int_test::Scalar(s)}),
+               Error);
+}
+
+// A (u8) -> DQ -+
+//               +-> Add -> Q -> y ; with b_type int8 the types differ and it is refused.
+Graph AddGroup(DType b_type) {
+  Graph g;
+  auto value = [&g](const std::string& name) {
+    const int id = g.FindValue(name);
+    return id >= 0 ? id : g.AddValue(name);
+  };
+  auto node = [&](const std::string& op, std::vector<std::string> in, const std::string& out) {
+    Node n;
+    n.name = op + std::to_string(g.nodes.size());
+    n.op_type = op;
+    n.domain = kOnnxDomain;
+    n.opset = 21;
+    for (const auto& i : in) n.inputs.push_back(value(i));
+    n.outputs = {value(out)};
+    g.values[value(out)].producer = static_cast<int>(g.nodes.size());
+    g.nodes.push_back(n);
+  };
+  for (const char* name : {"a", "b"}) {
+    g.inputs.push_back(value(name));
+    g.values[value(name)].dtype = name[0] == 'a' ? DType::kUInt8 : b_type;
+  }
+  g.SetInitializer(value("s"), int_test::Scalar(0.05f));
+  g.SetInitializer(value("za"), ZeroPoints(DType::kUInt8, {}, {7}));
+  g.SetInitializer(value("zb"), ZeroPoints(b_type, {}, {3}));
+  node("DequantizeLinear", {"a", "s", "za"}, "ad");
+  node("DequantizeLinear", {"b", "s", "zb"}, "bd");
+  node("Add", {"ad", "bd"}, "f");
+  node("QuantizeLinear", {"f", "s", "za"}, "y");
+  g.outputs.push_back(value("y"));
+  return g;
+}
+
+TEST(QLinearBinaryTest, RewriteMakesOneQLinearAdd) {
+  Graph g = AddGroup(DType::kUInt8);
+  const std::string listing = DescribeRewrites(g);
+  EXPECT_NE(listing.find("fused   Add 'Add2' -> com.microsoft.QLinearAdd"), std::string::npos)
+      << listing;
+  ApplyRewrites(g);
+  ASSERT_EQ(g.nodes.size(), 1u);
+  const Node& n = g.nodes[0];
+  EXPECT_EQ(n.op_type, "QLinearAdd");
+  EXPECT_EQ(n.domain, kMsDomain);
+  EXPECT_EQ(n.inputs, (std::vector<int>{g.FindValue("a"), g.FindValue("s"), g.FindValue("za"),
+                                        g.FindValue("b"), g.FindValue("s"), g.FindValue("zb"),
+                                        g.FindValue("s"), g.FindValue("za")}));
+  EXPECT_EQ(n.outputs, std::vector<int>{g.FindValue("y")});
+}
+
+TEST(QLinearBinaryTest, RewriteRefusesMixedTypes) {
+  Graph g = AddGroup(DType::kInt8);
+  QdqReport report;
+  FuseQdqBinary(g, report);
+  EXPECT_EQ(report.groups, 1);
+  EXPECT_EQ(report.claimed, 0);
+  EXPECT_EQ((report.refused[{"binary_types_differ", "Add"}]), 1);
+  EXPECT_EQ(g.nodes.size(), 4u);
+}
+
+}  // namespace
+}  // namespace octet
