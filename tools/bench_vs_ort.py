@@ -7,7 +7,10 @@ bit for bit first; then the two engines are timed alternately (warm-up, then
 reliably) and the table gives the min and median per-run time, the ratio ONNX
 Runtime / octet (> 1: octet is faster), GOPS (2*M*K*N per run) and the percentage of
 the int8 peak of the cores used (--peak-gops per core, or measured by
-int8_peak_bench from the build folder).
+int8_peak_bench from the build folder). On a shared machine the wall-clock
+numbers include time the threads waited for a core, so the table also gives the
+process CPU time per run (all threads summed; both engines idle without spinning
+between runs) and its ratio, which is less sensitive to other processes.
 
 ONNX Runtime: CPU EP, ORT_ENABLE_ALL, intra_op_num_threads=T, inter_op_num_threads=1,
 spinning off (its spinning workers would otherwise burn the other core while octet
@@ -152,14 +155,14 @@ def mismatches(a, b):
 
 
 def time_loop(fn, target_s):
-    """Seconds per call of fn, from a loop of at least target_s."""
-    calls, start = 0, time.perf_counter()
+    """(wall seconds, process CPU seconds) per call of fn, from a loop of at least target_s."""
+    calls, start, cpu_start = 0, time.perf_counter(), time.process_time()
     while True:
         fn()
         calls += 1
         elapsed = time.perf_counter() - start
         if elapsed >= target_s:
-            return elapsed / calls
+            return elapsed / calls, (time.process_time() - cpu_start) / calls
 
 
 def measure_peak(build, fallback):
@@ -185,8 +188,9 @@ def bench(args, octet):
         if args.peak_gops else measure_peak(args.octet_build, 467.0)
     print(f"# load before: {os.getloadavg()}; peak {peak_note}")
     print("| kind | M x K x N | threads | octet min / median (us) | ORT min / median (us) |"
-          " ORT/octet (min) | octet GOPS | % of peak | equal |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          " ORT/octet (min) | octet GOPS | % of peak | CPU us octet / ORT (min) |"
+          " ORT/octet (CPU) | equal |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for kind in args.kinds:
         for (m, k, n) in args.shapes:
             case = Case(kind, m, k, n, rng)
@@ -200,16 +204,20 @@ def bench(args, octet):
                 run_r = lambda: sess_r.run(None, case.feeds)  # noqa: E731
                 for _ in range(3):
                     run_o(), run_r()
-                times_o, times_r = [], []
+                times_o, times_r, cpu_o, cpu_r = [], [], [], []
                 for _ in range(args.repeat):
-                    times_o.append(time_loop(run_o, args.loop_s))
-                    times_r.append(time_loop(run_r, args.loop_s))
+                    for run, times, cpu in ((run_o, times_o, cpu_o), (run_r, times_r, cpu_r)):
+                        wall, cpu_time = time_loop(run, args.loop_s)
+                        times.append(wall)
+                        cpu.append(cpu_time)
                 o_min, r_min = min(times_o), min(times_r)
                 gops = case.ops / o_min / 1e9
                 print(f"| {kind} | {m}x{k}x{n} | {threads} | {o_min * 1e6:.1f} / "
                       f"{statistics.median(times_o) * 1e6:.1f} | {r_min * 1e6:.1f} / "
                       f"{statistics.median(times_r) * 1e6:.1f} | {r_min / o_min:.2f} | "
                       f"{gops:.0f} | {100 * gops / (peak * threads):.0f}% | "
+                      f"{min(cpu_o) * 1e6:.1f} / {min(cpu_r) * 1e6:.1f} | "
+                      f"{min(cpu_r) / min(cpu_o):.2f} | "
                       f"{'yes' if diff == 0 else f'NO ({diff})'} |", flush=True)
     print(f"# load after: {os.getloadavg()}")
 

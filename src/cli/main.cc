@@ -12,6 +12,7 @@
 #include <iostream>
 #include <iterator>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -20,6 +21,7 @@
 #include "core/error.h"
 #include "core/tensor.h"
 #include "model/onnx_loader.h"
+#include "ops/registry.h"
 #include "rewrite/rewrite.h"
 #include "runtime/session.h"
 
@@ -33,6 +35,7 @@ octet runs quantized ONNX models on the CPU with exact integer arithmetic.
 
 commands:
   run       run a model on inputs from .npy/.npz files and print or save its outputs
+  list-ops  list every operator octet has a kernel for: domain, op, opset range
   inspect   list the quantized groups octet fuses into integer kernels, and the
             ones it refuses with the reason
 
@@ -645,6 +648,30 @@ int InspectCommand(const std::vector<std::string>& args) {
   return 0;
 }
 
+// One line per (domain, op, opset range): "ai.onnx QuantizeLinear 21-22".
+// Internal ops made by the rewrites (domain "octet") are included and marked.
+int ListOpsCommand(const std::vector<std::string>& args) {
+  if (!args.empty()) {
+    if (args[0] != "-h" && args[0] != "--help")
+      throw UsageError("octet list-ops takes no arguments (see octet --help)");
+    std::cout << "usage: octet list-ops\n\nPrints one line per kernel: DOMAIN OP OPSETS.\n";
+    return 0;
+  }
+  std::set<std::string> lines;
+  for (const KernelDef& d : KernelRegistry::Global().defs()) {
+    std::string range = std::to_string(d.since_version);
+    if (d.end_version >= (1 << 30)) {
+      range += "+";
+    } else {
+      range += "-";
+      range += std::to_string(d.end_version);
+    }
+    lines.insert(d.domain + " " + d.op_type + " " + range);
+  }
+  for (const std::string& line : lines) std::cout << line << "\n";
+  return 0;
+}
+
 int Main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) throw UsageError("missing command (see octet --help)");
@@ -655,6 +682,7 @@ int Main(int argc, char** argv) {
   const std::vector<std::string> rest(args.begin() + 1, args.end());
   if (args[0] == "run") return RunCommand(rest);
   if (args[0] == "inspect") return InspectCommand(rest);
+  if (args[0] == "list-ops") return ListOpsCommand(rest);
   throw UsageError("unknown command '" + args[0] + "' (see octet --help)");
 }
 

@@ -81,6 +81,8 @@ class KernelRegistry {
   // names the operator, its domain and opset, and the dtypes when there is none.
   const KernelDef& Find(const Node& node, const std::vector<DType>& input_types) const;
   bool HasOp(const std::string& domain, const std::string& op_type) const;
+  // Every registered kernel, in registration order (for `octet list-ops`).
+  const std::vector<KernelDef>& defs() const { return defs_; }
 
  private:
   std::vector<KernelDef> defs_;

@@ -54,8 +54,10 @@ def assert_one_line_error(result, *needles, code=1):
 
 def test_help_is_true():
     main = run("--help")
-    assert main.returncode == 0 and "run" in main.stdout
-    assert "inspect" not in main.stdout  # not implemented yet
+    assert main.returncode == 0
+    for command in ["run", "inspect", "list-ops"]:
+        assert f"\n  {command} " in main.stdout
+        assert run(command, "--help").returncode == 0
     sub = run("run", "--help")
     assert sub.returncode == 0
     for option in ["--input NAME=FILE.npy", "--output", "--threads"]:
@@ -120,3 +122,43 @@ def test_bad_input_files(model_path, tmp_path):
                           "compressed", "np.savez")
     with zipfile.ZipFile(tmp_path / "packed.npz") as z:
         assert z.infolist()[0].compress_type == zipfile.ZIP_DEFLATED
+
+
+def test_list_ops_matches_docs():
+    """docs/operators.md names every operator a model may use (list-ops is the registry)."""
+    result = run("list-ops")
+    assert result.returncode == 0, result.stderr
+    rows = [line.split() for line in result.stdout.splitlines()]
+    assert rows and all(len(r) == 3 for r in rows), result.stdout
+    assert any(r[:2] == ["ai.onnx", "QuantizeLinear"] for r in rows)
+    docs = open(os.path.join(os.path.dirname(__file__), "..", "..", "docs", "operators.md")).read()
+    missing = sorted({op for domain, op, _ in rows if domain != "octet" and op not in docs})
+    assert not missing, f"registered but not in docs/operators.md: {missing}"
+
+
+def test_inspect_lists_fused_and_refused_groups(tmp_path):
+    """A QDQ MatMul group with a per-tensor weight is fused; a K-axis activation scale is not."""
+    rng = np.random.default_rng(5)
+    w = rng.integers(-127, 128, (8, 6), dtype=np.int8)
+    nodes = [helper.make_node("DequantizeLinear", ["x", "sx", "zx"], ["xf"]),
+             helper.make_node("DequantizeLinear", ["w", "sw"], ["wf"]),
+             helper.make_node("MatMul", ["xf", "wf"], ["yf"]),
+             helper.make_node("QuantizeLinear", ["yf", "sy", "zy"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "inspect", [helper.make_tensor_value_info("x", TensorProto.INT8, [4, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.INT8, [4, 6])],
+        [numpy_helper.from_array(w, "w"),
+         numpy_helper.from_array(np.array(0.02, np.float32), "sx"),
+         numpy_helper.from_array(np.array(3, np.int8), "zx"),
+         numpy_helper.from_array(np.array(0.01, np.float32), "sw"),
+         numpy_helper.from_array(np.array(0.1, np.float32), "sy"),
+         numpy_helper.from_array(np.array(-2, np.int8), "zy")])
+    path = tmp_path / "qdq.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)],
+                                ir_version=10), str(path))
+    result = run("inspect", path)
+    assert result.returncode == 0, result.stderr
+    assert "fused   MatMul" in result.stdout and "qdq_groups=1 claimed=1" in result.stdout
+    off = subprocess.run([OCTET, "inspect", str(path)], capture_output=True, text=True,
+                         timeout=60, env=dict(os.environ, OCTET_QDQ="0"))
+    assert off.returncode == 0 and "OCTET_QDQ=0" in off.stdout
