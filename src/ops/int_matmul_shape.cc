@@ -94,6 +94,11 @@ constexpr int64_t kKChunk = kGemmMaxK / 4 * 4;
 // int32 values of scratch per row block (512 KiB); at least kMinBlockRows rows.
 constexpr int64_t kScratchValues = 128 * 1024;
 constexpr int64_t kMinBlockRows = 128;
+// Below these sizes waking another thread costs more than it saves (a 1 x 1024
+// x 1024 GEMV is about 1M multiply-adds, ~10 us on one core), so the block runs
+// on the calling thread; the bytes are the same either way.
+constexpr int64_t kMinParallelMacs = int64_t{2} << 20;
+constexpr int64_t kMinParallelOutputs = 32 * 1024;
 
 void RunParallel(ThreadPool* pool, int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
   if (pool != nullptr) {
@@ -162,7 +167,8 @@ void RunIntMatMul(const MatMulShape& s, const Tensor& a, const MatMulZeroPoints&
         const Int8Operand a_block{a_bytes + (a_matrix * s.m + row0) * s.k + k0, a_signed, s.k};
         int32_t* target = chunk == 0 ? acc : chunk_scratch.data();
         GemmS32(rows, a_block, a_zero_values, a_zero.layout.per_vector(), packed, b_zero_values,
-                b_zero.layout.per_vector(), target, s.n, pool);
+                b_zero.layout.per_vector(), target, s.n,
+                rows * packed.K * s.n >= kMinParallelMacs ? pool : nullptr);
         if (chunk > 0) {
           // Wrapping int32 sum of the chunks, as ONNX Runtime's int32 accumulation.
           for (int64_t i = 0; i < rows * s.n; ++i)
@@ -172,9 +178,9 @@ void RunIntMatMul(const MatMulShape& s, const Tensor& a, const MatMulZeroPoints&
         k0 += packed.K;
       }
       if (out == nullptr) {
-        RunParallel(pool, rows, [&](int64_t r0, int64_t r1) {
-          epilogue(entry, row0 + r0, r1 - r0, acc + r0 * s.n);
-        });
+        RunParallel(
+            rows * s.n >= kMinParallelOutputs ? pool : nullptr, rows,
+            [&](int64_t r0, int64_t r1) { epilogue(entry, row0 + r0, r1 - r0, acc + r0 * s.n); });
       }
     }
   }

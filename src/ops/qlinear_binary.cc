@@ -2,6 +2,8 @@
 // bit for bit with ONNX Runtime 1.31.1 (arithmetic: kernels/int8/qlinear_binary.h).
 // The QDQ pass (rewrite/qdq_binary.h) also puts these nodes in place of
 // DequantizeLinear x2 -> Add | Mul -> QuantizeLinear.
+#include "kernels/int8/qlinear_binary.h"
+
 #include <algorithm>
 #include <array>
 #include <memory>
@@ -11,7 +13,6 @@
 #include <vector>
 
 #include "kernels/float/broadcast.h"
-#include "kernels/int8/qlinear_binary.h"
 #include "ops/int_params.h"
 #include "ops/registry.h"
 
@@ -88,9 +89,8 @@ class QLinearBinaryKernel : public OpKernel {
     p.b_zero = ReadScalarZero(ctx, kBZero, p.type, "B_zero_point");
     p.c_zero = ReadScalarZero(ctx, kCZero, p.type, "C_zero_point");
     const std::optional<Shape> shape = BroadcastShapes(a.shape(), b.shape());
-    OCTET_CHECK(shape.has_value(), node.Describe(), ": inputs of shapes ",
-                ShapeToString(a.shape()), " and ", ShapeToString(b.shape()),
-                " do not broadcast");
+    OCTET_CHECK(shape.has_value(), node.Describe(), ": inputs of shapes ", ShapeToString(a.shape()),
+                " and ", ShapeToString(b.shape()), " do not broadcast");
     Tensor& c = ctx.AllocateOutput(0, p.type, *shape);
     if (is_add_) {
       const QLinearAddArithmetic add(p);
@@ -122,9 +122,10 @@ bool AcceptsBinary(const Node&, const std::vector<DType>& t) {
 
 void RegisterQLinearBinaryOps(KernelRegistry& r) {
   for (const bool is_add : {true, false}) {
-    r.Register({kMsDomain, is_add ? "QLinearAdd" : "QLinearMul", 1, 1 << 30, AcceptsBinary,
-                [](const Node&, const std::vector<DType>& t) { return std::vector<DType>{t[kA]}; },
-                [is_add](const KernelInit&) { return std::make_unique<QLinearBinaryKernel>(is_add); }});
+    r.Register(
+        {kMsDomain, is_add ? "QLinearAdd" : "QLinearMul", 1, 1 << 30, AcceptsBinary,
+         [](const Node&, const std::vector<DType>& t) { return std::vector<DType>{t[kA]}; },
+         [is_add](const KernelInit&) { return std::make_unique<QLinearBinaryKernel>(is_add); }});
   }
 }
 

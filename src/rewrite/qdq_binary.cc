@@ -13,15 +13,8 @@ bool IsBinary(const Node& n) {
   return n.domain == kOnnxDomain && (n.op_type == "Add" || n.op_type == "Mul");
 }
 
-// A DequantizeLinear input's parameters; the data's type decides, since an
-// omitted zero point says nothing about it.
 std::string ReadInput(const Graph& g, const Node& dq, ScalarQParams& p) {
   if (std::string why = ReadScalarQdq(g, dq, p); !why.empty()) return "binary_dq_" + why;
-  if (InputAt(dq, 2) < 0) {
-    const DType data = KnownDType(g, InputAt(dq, 0));
-    if (data != DType::kUInt8 && data != DType::kInt8) return "binary_dq_type_unknown";
-    p.type = data;
-  }
   return "";
 }
 
@@ -49,8 +42,8 @@ void FuseQdqBinary(Graph& g, QdqReport& report) {
     std::string why = ReadInput(g, g.nodes[dq_a], a);
     if (why.empty()) why = ReadInput(g, g.nodes[dq_b], b);
     const int q = SoleConsumer(g, consumers, op.outputs[0]);
-    if (why.empty() && (q < 0 || !IsQuantizeNode(g.nodes[q]) ||
-                        InputAt(g.nodes[q], 0) != op.outputs[0]))
+    if (why.empty() &&
+        (q < 0 || !IsQuantizeNode(g.nodes[q]) || InputAt(g.nodes[q], 0) != op.outputs[0]))
       why = "binary_not_requantized";
     if (why.empty()) {
       if (std::string q_why = ReadScalarQdq(g, g.nodes[q], c); !q_why.empty())

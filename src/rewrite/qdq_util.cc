@@ -39,14 +39,18 @@ std::string ReadScalarQdq(const Graph& g, const Node& n, ScalarQParams& p) {
   p.scale = scale->data<float>()[0];
   if (!std::isnormal(p.scale) || p.scale < 0.f) return "scale_not_normal";
   p.type = zero ? zero->dtype() : DType::kUInt8;
-  if (!zero && n.domain == kOnnxDomain && n.op_type == "QuantizeLinear") {
+  if (!zero && n.op_type == "DequantizeLinear") {
+    // An omitted zero point says nothing about the data's type; the data does.
+    p.type = KnownDType(g, InputAt(n, 0));
+    if (p.type == DType::kUndefined) return "type_unknown";
+  } else if (!zero && n.domain == kOnnxDomain && n.op_type == "QuantizeLinear") {
     const int64_t out = n.GetInt("output_dtype", 0);
     if (out != 0) p.type = static_cast<DType>(out);
   }
   if (p.type == DType::kUInt8) {
     p.zero = zero ? zero->data<uint8_t>()[0] : 0;
   } else if (p.type == DType::kInt8) {
-    p.zero = zero->data<int8_t>()[0];
+    p.zero = zero ? zero->data<int8_t>()[0] : 0;
   } else {
     return "not_8bit";
   }

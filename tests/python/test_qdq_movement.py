@@ -61,3 +61,31 @@ def test_movement(op, x_type, same, capfd):
     for level in (ALL, DISABLED):
         theirs = run_ort(model, feeds, level, int8_allowed=True)[0]
         assert theirs.shape == ours.shape and np.array_equal(theirs, ours), op
+
+
+@pytest.mark.parametrize("q_zero", [None, "int8"], ids=["q_default_uint8", "q_int8"])
+def test_dq_without_zero_point_reads_the_data_type(q_zero, capfd):
+    """DQ(int8 x) with no zero point -> Reshape -> Q: the DQ's type is the data's (int8), not
+    the uint8 an omitted zero point means for Q. Eliding across int8 -> uint8 would be wrong."""
+    inits = [numpy_helper.from_array(np.array(0.05, np.float32), "s"),
+             I64("shape", [4, -1])]
+    q_inputs = ["m", "s"]
+    if q_zero:
+        inits.append(numpy_helper.from_array(np.array(0, np.int8), "z"))
+        q_inputs.append("z")
+    nodes = [helper.make_node("DequantizeLinear", ["x", "s"], ["xd"]),
+             helper.make_node("Reshape", ["xd", "shape"], ["m"], name="move"),
+             helper.make_node("QuantizeLinear", q_inputs, ["y"])]
+    out_code = TensorProto.INT8 if q_zero else TensorProto.UINT8
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.INT8,
+                                                                         [2, 6])],
+                              [helper.make_tensor_value_info("y", out_code, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)],
+                              ir_version=10).SerializeToString()
+    feeds = {"x": np.arange(-60, 60, 10, dtype=np.int8).reshape(2, 6)}
+    (ours,), report = run_octet(model, feeds, capfd)
+    for level in (ALL, DISABLED):
+        (want,) = run_ort(model, feeds, level)
+        assert ours.dtype == want.dtype
+        np.testing.assert_array_equal(ours, want)
+    assert ("qdq_refused why=movement_params_differ" in report) == (q_zero is None), report

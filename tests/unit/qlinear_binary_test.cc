@@ -60,9 +60,9 @@ void CheckGrid(const Case& c, bool a_is_column) {
     static_cast<uint8_t*>(a.raw())[i] = static_cast<uint8_t>(i);
     static_cast<uint8_t*>(b.raw())[i] = static_cast<uint8_t>(i);
   }
-  const Tensor y = RunMsNode(
-      c.op, {a, int_test::Scalar(c.sa), ZeroPoints(c.type, {}, {c.za}), b, int_test::Scalar(c.sb),
-             ZeroPoints(c.type, {}, {c.zb}), int_test::Scalar(c.sc), ZeroPoints(c.type, {}, {c.zc})});
+  const Tensor y = RunMsNode(c.op, {a, int_test::Scalar(c.sa), ZeroPoints(c.type, {}, {c.za}), b,
+                                    int_test::Scalar(c.sb), ZeroPoints(c.type, {}, {c.zb}),
+                                    int_test::Scalar(c.sc), ZeroPoints(c.type, {}, {c.zc})});
   ASSERT_EQ(y.shape(), (Shape{256, 256}));
   const bool add = std::string(c.op) == "QLinearAdd";
   int near_ties = 0;

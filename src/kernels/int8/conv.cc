@@ -302,6 +302,8 @@ void Int8Conv::RunDepthwise(const ConvGeometry& g, const Int8ConvOperand& x, con
 #else
   const auto channel_fn = conv::DepthwiseChannelScalar;
 #endif
+  std::vector<int64_t> tap_offsets(g.kernel_w);
+  conv::DepthwiseTapOffsets(g, phase_len, tap_offsets.data());
   // One item per (batch, input channel): its plane serves each of its output channels.
   RunParallel(pool, g.batch * g.group, [&](int64_t t0, int64_t t1) {
     Scratch& sc = ThreadScratch();
@@ -311,7 +313,8 @@ void Int8Conv::RunDepthwise(const ConvGeometry& g, const Int8ConvOperand& x, con
       const int64_t n = t / g.group, c = t % g.group;
       conv::BuildDepthwisePlane(g, x_bytes + (n * g.in_channels + c) * in_plane, x.is_signed,
                                 x_zero, sc.plane.data());
-      const conv::DepthwisePlane plane{sc.plane.data(), g.stride_w * phase_len, phase_len};
+      const conv::DepthwisePlane plane{sc.plane.data(), g.stride_w * phase_len, phase_len,
+                                       tap_offsets.data()};
       for (int64_t j = 0; j < out_per_group; ++j) {
         const int64_t o = c * out_per_group + j;
         channel_fn(g, plane, taps_.data() + o * taps, sc.acc.data());

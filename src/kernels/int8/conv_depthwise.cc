@@ -9,6 +9,13 @@ int64_t DepthwisePhaseLength(const ConvGeometry& g) {
   return (padded_w + g.stride_w - 1) / g.stride_w;
 }
 
+void DepthwiseTapOffsets(const ConvGeometry& g, int64_t phase_len, int64_t* offsets) {
+  for (int64_t kx = 0; kx < g.kernel_w; ++kx) {
+    const int64_t offset = kx * g.dilation_w;
+    offsets[kx] = (offset % g.stride_w) * phase_len + offset / g.stride_w;
+  }
+}
+
 namespace {
 template <typename T>
 void BuildPlane(const ConvGeometry& g, const T* channel, int32_t x_zero, int32_t* plane) {
@@ -52,8 +59,7 @@ void DepthwiseChannelScalar(const ConvGeometry& g, const DepthwisePlane& p, cons
       if (iy < 0 || iy >= g.in_h) continue;  // padding rows contribute 0
       const int32_t* row = p.data + iy * p.row_len;
       for (int64_t kx = 0; kx < g.kernel_w; ++kx) {
-        const int64_t offset = kx * g.dilation_w;
-        const int32_t* src = row + (offset % g.stride_w) * p.phase_len + offset / g.stride_w;
+        const int32_t* src = row + p.tap_offsets[kx];
         const uint32_t w = static_cast<uint32_t>(taps[ky * g.kernel_w + kx]);
         for (int64_t ox = 0; ox < g.out_w; ++ox) acc[ox] += static_cast<uint32_t>(src[ox]) * w;
       }

@@ -19,7 +19,13 @@ struct DepthwisePlane {
   const int32_t* data;  // in_h rows of row_len values
   int64_t row_len;      // stride_w * phase_len
   int64_t phase_len;    // values per phase: ceil(padded width / stride_w)
+  // Per kx: where its run starts in a row, (kx * dilation_w) % stride_w * phase_len +
+  // (kx * dilation_w) / stride_w (DepthwiseTapOffsets).
+  const int64_t* tap_offsets;
 };
+
+// The kernel_w entries of DepthwisePlane::tap_offsets.
+void DepthwiseTapOffsets(const ConvGeometry& g, int64_t phase_len, int64_t* offsets);
 
 // Values per phase for geometry g.
 int64_t DepthwisePhaseLength(const ConvGeometry& g);

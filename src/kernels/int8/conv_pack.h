@@ -7,7 +7,7 @@
 // padding holds the x zero point in that domain, so it contributes 0.
 //
 // The same code (conv_pack_impl.h) is compiled for the baseline and with
-// AVX-512 flags; both write the same bytes.
+// AVX-512 VNNI flags; both write the same bytes.
 #pragma once
 
 #include <cstdint>

@@ -1,12 +1,16 @@
 // The body of PackIm2col (conv_pack.h), included once per instruction set by
-// conv_pack.cc and conv_pack_avx512.cc (plain loops the compiler vectorizes
-// for each, plus an SSE2 byte interleave).
+// conv_pack.cc and conv_pack_avx512vnni.cc: plain loops the compiler
+// vectorizes, an SSE2 byte interleave; with AVX-512 one masked pass per row
+// segment, and with VNNI the column sums taken from the packed panels.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
-#if defined(__SSE2__)
+#if defined(__AVX512BW__) || defined(__AVX512VNNI__)
+#include <immintrin.h>
+#elif defined(__SSE2__)
 #include <emmintrin.h>
 #endif
 
@@ -41,18 +45,50 @@ inline void CopyFlipped(const uint8_t* src, int64_t n, uint8_t flip, int8_t* dst
   for (; i < n; ++i) dst[i] = static_cast<int8_t>(src[i] ^ flip);
 }
 
-// im2col row (c, ky, kx) for the block's pixels into out[0, count).
-inline void BuildRow(const Im2colBlock& b, const uint8_t* channel, int64_t ky, int64_t kx,
-                     int8_t* __restrict out) {
-  const ConvGeometry& g = *b.g;
-  const int64_t offset_x = kx * g.dilation_w - g.pad_left;  // ix = ox * stride_w + offset_x
-  // Output columns [lo, hi) read inside the row.
-  const int64_t lo = std::min(g.out_w, offset_x >= 0 ? 0 : CeilDiv(-offset_x, g.stride_w));
+#if defined(__AVX512BW__)
+// out[t] = src[t] ^ flip for t in [first, last), pad elsewhere in [0, n). Masked
+// lanes are neither read nor written, so src may point outside the row there.
+inline void SegmentAvx512(const uint8_t* src, int64_t first, int64_t last, int64_t n, uint8_t flip,
+                          int8_t pad, int8_t* out) {
+  const __m512i pads = _mm512_set1_epi8(pad), flips = _mm512_set1_epi8(static_cast<char>(flip));
+  auto bits = [](int64_t count) {  // the low `count` bits, count in [0, 64]
+    return count >= 64 ? ~__mmask64{0} : (__mmask64{1} << count) - 1;
+  };
+  for (int64_t i = 0; i < n; i += 64) {
+    const int64_t len = std::min<int64_t>(64, n - i);
+    const int64_t a = std::clamp<int64_t>(first - i, 0, len),
+                  b = std::clamp<int64_t>(last - i, a, len);
+    const __mmask64 valid = bits(b) & ~bits(a);
+    const __m512i x = _mm512_maskz_loadu_epi8(valid, src + i);
+    const __m512i v = _mm512_mask_blend_epi8(valid, pads, _mm512_xor_si512(x, flips));
+    _mm512_mask_storeu_epi8(out + i, bits(len), v);
+  }
+}
+#endif
+
+// Where tap column kx reads: ix = ox * stride_w + offset, inside the row for
+// output columns [lo, hi). Computed once per block, per kx.
+struct TapColumn {
+  int64_t offset, lo, hi;
+};
+
+inline TapColumn MakeTapColumn(const ConvGeometry& g, int64_t kx) {
+  const int64_t offset = kx * g.dilation_w - g.pad_left;
+  const int64_t lo = std::min(g.out_w, offset >= 0 ? 0 : CeilDiv(-offset, g.stride_w));
   const int64_t hi =
-      std::max(lo, std::min(g.out_w, std::max<int64_t>(0, CeilDiv(g.in_w - offset_x, g.stride_w))));
+      std::max(lo, std::min(g.out_w, std::max<int64_t>(0, CeilDiv(g.in_w - offset, g.stride_w))));
+  return {offset, lo, hi};
+}
+
+// im2col row (c, ky, kx) for the block's pixels into out[0, count); the block
+// starts at output position (oy0, ox0).
+inline void BuildRow(const Im2colBlock& b, const uint8_t* channel, int64_t ky, const TapColumn& tc,
+                     int64_t oy0, int64_t ox0, int8_t* __restrict out) {
+  const ConvGeometry& g = *b.g;
+  const int64_t offset_x = tc.offset, lo = tc.lo, hi = tc.hi;
   const uint8_t flip = b.flip;
   const int8_t pad = b.pad;
-  int64_t oy = b.p0 / g.out_w, ox = b.p0 % g.out_w;
+  int64_t oy = oy0, ox = ox0;
   for (int64_t left = b.count; left > 0; ++oy, ox = 0) {
     const int64_t n = std::min(g.out_w - ox, left);
     const int64_t iy = oy * g.stride_h - g.pad_top + ky * g.dilation_h;
@@ -60,8 +96,16 @@ inline void BuildRow(const Im2colBlock& b, const uint8_t* channel, int64_t ky, i
       std::fill_n(out, n, pad);
     } else {
       const int64_t first = std::clamp(lo, ox, ox + n), last = std::clamp(hi, first, ox + n);
-      std::fill_n(out, first - ox, pad);
       const uint8_t* __restrict src = channel + iy * g.in_w + offset_x;
+#if defined(__AVX512BW__)
+      if (g.stride_w == 1) {  // padding, copy and padding in one masked pass per 64 pixels
+        SegmentAvx512(src + ox, first - ox, last - ox, n, flip, pad, out);
+        out += n;
+        left -= n;
+        continue;
+      }
+#endif
+      std::fill_n(out, first - ox, pad);
       int8_t* __restrict dst = out - ox;
       if (g.stride_w == 1) {
         CopyFlipped(src + first, last - first, flip, dst + first);
@@ -76,37 +120,57 @@ inline void BuildRow(const Im2colBlock& b, const uint8_t* channel, int64_t ky, i
   }
 }
 
-// Writes 4 rows of `cols` bytes as group `group_dst` of the panels.
+// Writes 4 rows of `cols` bytes (a multiple of nr) as group `group_dst` of the
+// panels: in panel q, column j's 4 bytes at q * panel_stride + j * 4.
 inline void Interleave(const int8_t* rows, int64_t cols, int nr, int64_t panel_stride,
                        int8_t* group_dst) {
-  auto dst_of = [&](int64_t c) { return group_dst + (c / nr) * panel_stride + (c % nr) * kGroup; };
-  int64_t c = 0;
+  for (int64_t c0 = 0; c0 < cols; c0 += nr) {
+    int8_t* panel = group_dst + (c0 / nr) * panel_stride;
+    int j = 0;
 #if defined(__SSE2__)
-  for (; c + 16 <= cols; c += 16) {
-    __m128i r[4];
-    for (int i = 0; i < 4; ++i)
-      r[i] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows + i * cols + c));
-    const __m128i lo01 = _mm_unpacklo_epi8(r[0], r[1]), hi01 = _mm_unpackhi_epi8(r[0], r[1]);
-    const __m128i lo23 = _mm_unpacklo_epi8(r[2], r[3]), hi23 = _mm_unpackhi_epi8(r[2], r[3]);
-    // Each quarter: 4 columns x 4 bytes; 4 columns never straddle a panel (nr % 4 == 0).
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst_of(c)), _mm_unpacklo_epi16(lo01, lo23));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst_of(c + 4)), _mm_unpackhi_epi16(lo01, lo23));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst_of(c + 8)), _mm_unpacklo_epi16(hi01, hi23));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst_of(c + 12)), _mm_unpackhi_epi16(hi01, hi23));
-  }
+    for (; j + 16 <= nr; j += 16) {
+      const int64_t c = c0 + j;
+      __m128i r[4];
+      for (int i = 0; i < 4; ++i)
+        r[i] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows + i * cols + c));
+      const __m128i lo01 = _mm_unpacklo_epi8(r[0], r[1]), hi01 = _mm_unpackhi_epi8(r[0], r[1]);
+      const __m128i lo23 = _mm_unpacklo_epi8(r[2], r[3]), hi23 = _mm_unpackhi_epi8(r[2], r[3]);
+      __m128i* d = reinterpret_cast<__m128i*>(panel + j * kGroup);
+      _mm_storeu_si128(d, _mm_unpacklo_epi16(lo01, lo23));
+      _mm_storeu_si128(d + 1, _mm_unpackhi_epi16(lo01, lo23));
+      _mm_storeu_si128(d + 2, _mm_unpacklo_epi16(hi01, hi23));
+      _mm_storeu_si128(d + 3, _mm_unpackhi_epi16(hi01, hi23));
+    }
+    for (; j + 8 <= nr; j += 8) {
+      const int64_t c = c0 + j;
+      __m128i r[4];
+      for (int i = 0; i < 4; ++i)
+        r[i] = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(rows + i * cols + c));
+      const __m128i lo01 = _mm_unpacklo_epi8(r[0], r[1]), lo23 = _mm_unpacklo_epi8(r[2], r[3]);
+      __m128i* d = reinterpret_cast<__m128i*>(panel + j * kGroup);
+      _mm_storeu_si128(d, _mm_unpacklo_epi16(lo01, lo23));
+      _mm_storeu_si128(d + 1, _mm_unpackhi_epi16(lo01, lo23));
+    }
 #endif
-  for (; c < cols; ++c) {
-    int8_t* d = dst_of(c);
-    for (int i = 0; i < 4; ++i) d[i] = rows[i * cols + c];
+    for (; j < nr; ++j) {
+      for (int i = 0; i < 4; ++i) panel[j * kGroup + i] = rows[i * cols + c0 + j];
+    }
   }
 }
 
 inline void Pack(const Im2colBlock& b, int8_t* rows, int8_t* packed_b,
                  int32_t* __restrict col_sum) {
   const ConvGeometry& g = *b.g;
-  const int64_t taps = g.kernel_h * g.kernel_w, in_plane = g.in_h * g.in_w;
+  const int64_t in_plane = g.in_h * g.in_w;
   const int64_t k_groups = CeilDiv(b.k, kGroup), cols = b.cols, count = b.count;
+  const int64_t oy0 = b.p0 / g.out_w, ox0 = b.p0 % g.out_w;
+  std::vector<TapColumn> tap_columns(g.kernel_w);
+  for (int64_t kx = 0; kx < g.kernel_w; ++kx) tap_columns[kx] = MakeTapColumn(g, kx);
+#if !defined(__AVX512VNNI__)
   std::fill_n(col_sum, count, 0);
+#endif
+  int64_t c = 0, ky = 0,
+          kx = 0;  // k = (c * kernel_h + ky) * kernel_w + kx, stepped without divisions
   for (int64_t group = 0; group < k_groups; ++group) {
     for (int i = 0; i < kGroup; ++i) {
       const int64_t k = group * kGroup + i;
@@ -115,13 +179,36 @@ inline void Pack(const Im2colBlock& b, int8_t* rows, int8_t* packed_b,
         std::fill_n(row, cols, 0);
         continue;
       }
-      const int64_t c = k / taps, tap = k % taps;
-      BuildRow(b, b.x_group + c * in_plane, tap / g.kernel_w, tap % g.kernel_w, row);
+      BuildRow(b, b.x_group + c * in_plane, ky, tap_columns[kx], oy0, ox0, row);
       std::fill(row + count, row + cols, 0);
+#if !defined(__AVX512VNNI__)
       for (int64_t j = 0; j < count; ++j) col_sum[j] += row[j];
+#endif
+      if (++kx == g.kernel_w) {
+        kx = 0;
+        if (++ky == g.kernel_h) {
+          ky = 0;
+          ++c;
+        }
+      }
     }
     Interleave(rows, cols, b.nr, k_groups * b.nr * kGroup, packed_b + group * b.nr * kGroup);
   }
+#if defined(__AVX512VNNI__)
+  // Column sums from the packed panels: vpdpbusd of ones with each group's 4
+  // bytes per column (padding k and columns hold 0). nr is 32 on this path.
+  const __m512i ones = _mm512_set1_epi8(1);
+  for (int64_t q = 0; q < cols / 32; ++q) {
+    __m512i sum0 = _mm512_setzero_si512(), sum1 = _mm512_setzero_si512();
+    const int8_t* panel = packed_b + q * k_groups * 32 * kGroup;
+    for (int64_t group = 0; group < k_groups; ++group) {
+      sum0 = _mm512_dpbusd_epi32(sum0, ones, _mm512_loadu_si512(panel + group * 128));
+      sum1 = _mm512_dpbusd_epi32(sum1, ones, _mm512_loadu_si512(panel + group * 128 + 64));
+    }
+    _mm512_storeu_si512(col_sum + q * 32, sum0);
+    _mm512_storeu_si512(col_sum + q * 32 + 16, sum1);
+  }
+#endif
 }
 
 }  // namespace

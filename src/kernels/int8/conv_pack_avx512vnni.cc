@@ -1,4 +1,5 @@
-// conv_pack_impl.h compiled with AVX-512 (wider vectorized copies and sums).
+// conv_pack_impl.h compiled with AVX-512 VNNI (masked row segments, column sums
+// by vpdpbusd). Called only when Int8Conv runs the AVX-512 VNNI micro-kernel.
 #include "kernels/int8/conv_pack_impl.h"
 
 namespace octet::conv {
