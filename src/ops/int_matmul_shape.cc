@@ -91,8 +91,12 @@ namespace {
 
 // K rows per packed chunk: a multiple of the GEMM's k group, within its exact range.
 constexpr int64_t kKChunk = kGemmMaxK / 4 * 4;
-// int32 values of scratch per row block (512 KiB); at least kMinBlockRows rows.
-constexpr int64_t kScratchValues = 128 * 1024;
+// Rows per product block, a multiple of kMinBlockRows: at most about 1 MiB of
+// int32 scratch (rows x N) when an epilogue follows, else (the int32 output is
+// written directly) about 4 MiB of packed A (rows x K). Fewer, larger blocks
+// mean fewer thread synchronizations per product.
+constexpr int64_t kScratchValues = 256 * 1024;
+constexpr int64_t kPackedABytes = 4 << 20;
 constexpr int64_t kMinBlockRows = 128;
 // Below these sizes waking another thread costs more than it saves (a 1 x 1024
 // x 1024 GEMV is about 1M multiply-adds, ~10 us on one core), so the block runs
@@ -140,8 +144,10 @@ void RunIntMatMul(const MatMulShape& s, const Tensor& a, const MatMulZeroPoints&
   if (s.batch_count() == 0 || s.m == 0 || s.n == 0) return;
   const bool a_signed = a.dtype() == DType::kInt8;
   const auto* a_bytes = static_cast<const uint8_t*>(a.raw());
+  const int64_t block_budget =
+      out ? kPackedABytes / std::max<int64_t>(s.k, 1) : kScratchValues / s.n;
   const int64_t block_rows =
-      std::min(s.m, std::max(kMinBlockRows, kScratchValues / s.n / kMinBlockRows * kMinBlockRows));
+      std::min(s.m, std::max(kMinBlockRows, block_budget / kMinBlockRows * kMinBlockRows));
   const size_t chunks = b.matrices.empty() ? 0 : b.matrices[0].size();
   // Per calling thread and kept between runs: the block's product and, with
   // several K chunks, one chunk's product.

@@ -1,5 +1,5 @@
-// ConvInteger and QLinearConv through the kernel registry (which run the
-// naive kernels/int8/conv_reference), checked against a convolution written
+// ConvInteger and QLinearConv through the kernel registry (which run
+// Int8Conv, kernels/int8/conv.h), checked against a convolution written
 // here over an explicitly padded image, the documented requantization
 // formula, and the ONNX backend tests' expected outputs.
 #include <gtest/gtest.h>

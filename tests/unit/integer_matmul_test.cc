@@ -635,12 +635,16 @@ TEST(MatMulIntegerFast, ConstantAndPerRunWeightsOnEveryThreadCount) {
   struct Case {
     Shape a, b, za, zb;
   };
-  // GEMV, row blocks (300 rows of N = 1024 are three 128-row blocks), a batch of A
-  // against one 2-D constant B, batched B, per-row / per-column zero points.
-  const std::vector<Case> cases = {
-      {{1, 512}, {512, 300}, {}, {}},        {{300, 40}, {40, 1024}, {}, {1024}},
-      {{2, 3, 130, 24}, {24, 40}, {}, {40}}, {{2, 5, 8}, {2, 8, 33}, {2, 5, 1}, {2, 1, 33}},
-      {{17, 9}, {9, 70}, {17}, {}},          {{4, 0}, {0, 6}, {}, {}}};
+  // GEMV, row blocks (K = 33000 gives 128-row blocks, with per-row zero points
+  // crossing them), a batch of A against one 2-D constant B, batched B,
+  // per-row / per-column zero points.
+  const std::vector<Case> cases = {{{1, 512}, {512, 300}, {}, {}},
+                                   {{300, 40}, {40, 1024}, {}, {1024}},
+                                   {{130, 33000}, {33000, 3}, {130}, {3}},
+                                   {{2, 3, 130, 24}, {24, 40}, {}, {40}},
+                                   {{2, 5, 8}, {2, 8, 33}, {2, 5, 1}, {2, 1, 33}},
+                                   {{17, 9}, {9, 70}, {17}, {}},
+                                   {{4, 0}, {0, 6}, {}, {}}};
   for (const Case& c : cases) {
     for (const auto& [ta, tb] : kTypePairs) {
       SCOPED_TRACE(ShapeToString(c.a) + " x " + ShapeToString(c.b) + " " + DTypeName(ta) + "/" +
@@ -702,6 +706,7 @@ TEST(QLinearMatMulFast, ConstantWeightsAndScalesOnEveryThreadCount) {
   };
   const std::vector<Case> cases = {{{1, 700}, {700, 260}, {260}},
                                    {{200, 64}, {64, 300}, {}},
+                                   {{300, 8}, {8, 2100}, {2100}},  // 128-row blocks
                                    {{3, 70, 33}, {33, 65}, {1, 65}},
                                    {{2, 9, 16}, {2, 16, 40}, {2, 1, 40}}};
   for (const Case& c : cases) {

@@ -220,7 +220,7 @@ void Int8Conv::RunGemm(const ConvGeometry& g, const Int8ConvOperand& x, const Ou
   const auto* x_bytes = static_cast<const uint8_t*>(x.data);
   const uint8_t* packed_w = packed_w_.data();
 #if defined(__x86_64__) || defined(_M_X64)
-  const auto pack = isa_ == Isa::kAvx512Vnni ? conv::PackIm2colAvx512 : conv::PackIm2col;
+  const auto pack = isa_ == Isa::kAvx512Vnni ? conv::PackIm2colAvx512Vnni : conv::PackIm2col;
 #else
   const auto pack = conv::PackIm2col;
 #endif

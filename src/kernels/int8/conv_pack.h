@@ -32,7 +32,7 @@ struct Im2colBlock {
 // of column j (j < count). rows: 4 * cols bytes of scratch.
 void PackIm2col(const Im2colBlock& b, int8_t* rows, int8_t* packed_b, int32_t* col_sum);
 #if defined(__x86_64__) || defined(_M_X64)
-void PackIm2colAvx512(const Im2colBlock& b, int8_t* rows, int8_t* packed_b, int32_t* col_sum);
+void PackIm2colAvx512Vnni(const Im2colBlock& b, int8_t* rows, int8_t* packed_b, int32_t* col_sum);
 #endif
 
 }  // namespace octet::conv

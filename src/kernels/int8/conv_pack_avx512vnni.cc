@@ -4,7 +4,7 @@
 
 namespace octet::conv {
 
-void PackIm2colAvx512(const Im2colBlock& b, int8_t* rows, int8_t* packed_b, int32_t* col_sum) {
+void PackIm2colAvx512Vnni(const Im2colBlock& b, int8_t* rows, int8_t* packed_b, int32_t* col_sum) {
   Pack(b, rows, packed_b, col_sum);
 }
 

@@ -64,7 +64,40 @@ inline void SegmentAvx512(const uint8_t* src, int64_t first, int64_t last, int64
     _mm512_mask_storeu_epi8(out + i, bits(len), v);
   }
 }
+
+// The same with out[t] = src[2 t] (stride 2): 64 bytes loaded per 32 outputs,
+// the even bytes kept by vpmovwb. Only bytes [2 first, 2 last - 1) are read.
+inline void SegmentStride2Avx512(const uint8_t* src, int64_t first, int64_t last, int64_t n,
+                                 uint8_t flip, int8_t pad, int8_t* out) {
+  const __m256i pads = _mm256_set1_epi8(pad), flips = _mm256_set1_epi8(static_cast<char>(flip));
+  auto bits = [](int64_t count) {  // the low `count` bits, count in [0, 64]
+    return count >= 64 ? ~__mmask64{0} : (__mmask64{1} << count) - 1;
+  };
+  for (int64_t i = 0; i < n; i += 32) {
+    const int64_t len = std::min<int64_t>(32, n - i);
+    const int64_t a = std::clamp<int64_t>(first - i, 0, len);
+    const int64_t b = std::clamp<int64_t>(last - i, a, len);
+    const __mmask32 valid = static_cast<__mmask32>(bits(b) & ~bits(a));
+    const __mmask64 bytes = b > a ? bits(2 * b - 1) & ~bits(2 * a) : 0;
+    const __m256i x = _mm512_maskz_cvtepi16_epi8(static_cast<__mmask32>(~0u),
+                                                 _mm512_maskz_loadu_epi8(bytes, src + 2 * i));
+    const __m256i v = _mm256_mask_blend_epi8(valid, pads, _mm256_xor_si256(x, flips));
+    _mm256_mask_storeu_epi8(out + i, static_cast<__mmask32>(bits(len)), v);
+  }
+}
 #endif
+
+// out[t] = src[t] ^ flip for t in [first, last), pad elsewhere in [0, n).
+inline void Segment(const uint8_t* src, int64_t first, int64_t last, int64_t n, uint8_t flip,
+                    int8_t pad, int8_t* out) {
+#if defined(__AVX512BW__)
+  SegmentAvx512(src, first, last, n, flip, pad, out);
+#else
+  std::fill_n(out, first, pad);
+  CopyFlipped(src + first, last - first, flip, out + first);
+  std::fill(out + last, out + n, pad);
+#endif
+}
 
 // Where tap column kx reads: ix = ox * stride_w + offset, inside the row for
 // output columns [lo, hi). Computed once per block, per kx.
@@ -88,6 +121,16 @@ inline void BuildRow(const Im2colBlock& b, const uint8_t* channel, int64_t ky, c
   const int64_t offset_x = tc.offset, lo = tc.lo, hi = tc.hi;
   const uint8_t flip = b.flip;
   const int8_t pad = b.pad;
+  if (g.stride_w == 1 && g.stride_h == 1 && offset_x == 0 && g.in_w == g.out_w) {
+    // Consecutive output rows read consecutive whole input rows (1x1 convolutions,
+    // the centre column of a padded 3x3): one contiguous run, iy = oy + shift.
+    const int64_t shift = ky * g.dilation_h - g.pad_top;
+    const int64_t oy_lo = std::max<int64_t>(0, -shift), oy_hi = std::min(g.out_h, g.in_h - shift);
+    const int64_t first = std::clamp(oy_lo * g.out_w - b.p0, int64_t{0}, b.count);
+    const int64_t last = std::clamp(oy_hi * g.out_w - b.p0, first, b.count);
+    Segment(channel + shift * g.in_w + b.p0, first, last, b.count, flip, pad, out);
+    return;
+  }
   int64_t oy = oy0, ox = ox0;
   for (int64_t left = b.count; left > 0; ++oy, ox = 0) {
     const int64_t n = std::min(g.out_w - ox, left);
@@ -97,23 +140,19 @@ inline void BuildRow(const Im2colBlock& b, const uint8_t* channel, int64_t ky, c
     } else {
       const int64_t first = std::clamp(lo, ox, ox + n), last = std::clamp(hi, first, ox + n);
       const uint8_t* __restrict src = channel + iy * g.in_w + offset_x;
-#if defined(__AVX512BW__)
-      if (g.stride_w == 1) {  // padding, copy and padding in one masked pass per 64 pixels
-        SegmentAvx512(src + ox, first - ox, last - ox, n, flip, pad, out);
-        out += n;
-        left -= n;
-        continue;
-      }
-#endif
-      std::fill_n(out, first - ox, pad);
-      int8_t* __restrict dst = out - ox;
       if (g.stride_w == 1) {
-        CopyFlipped(src + first, last - first, flip, dst + first);
+        Segment(src + ox, first - ox, last - ox, n, flip, pad, out);
+#if defined(__AVX512BW__)
+      } else if (g.stride_w == 2) {
+        SegmentStride2Avx512(src + 2 * ox, first - ox, last - ox, n, flip, pad, out);
+#endif
       } else {
+        std::fill_n(out, first - ox, pad);
+        int8_t* __restrict dst = out - ox;
         for (int64_t i = first; i < last; ++i)
           dst[i] = static_cast<int8_t>(src[i * g.stride_w] ^ flip);
+        std::fill_n(out + (last - ox), ox + n - last, pad);
       }
-      std::fill_n(out + (last - ox), ox + n - last, pad);
     }
     out += n;
     left -= n;

@@ -1,0 +1,79 @@
+// Google Benchmark for the float GEMM (kernels/float/sgemm.h) on the shapes
+// the float ops run: square-ish MatMul, transformer projections (weights = B,
+// packed once) and convolution as im2col (weights = A, packed once; N = output
+// pixels). Counter: GFLOPS = 2 x MACs per second (wall time). OCTET_ISA
+// selects the path. Run: build/<dir>/sgemm_bench [--benchmark_filter=...]
+#include <benchmark/benchmark.h>
+
+#include <map>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "kernels/float/sgemm.h"
+#include "runtime/thread_pool.h"
+
+namespace octet {
+namespace {
+
+struct GemmShape {
+  const char* name;
+  int64_t M, K, N;
+  bool weights_are_a;  // conv: A = weights (Cout x Cin*kh*kw), B = im2col columns
+};
+
+const GemmShape kShapes[] = {
+    {"matmul_128x1024x1024", 128, 1024, 1024, false},
+    {"matmul_512x1024x1024", 512, 1024, 1024, false},
+    {"bert_qkv_128x384x384", 128, 384, 384, false},
+    {"bert_ffn1_128x384x1536", 128, 384, 1536, false},
+    {"bert_ffn2_128x1536x384", 128, 1536, 384, false},
+    {"conv3x3_64to64_56", 64, 576, 3136, true},
+    {"conv3x3_128to128_28", 128, 1152, 784, true},
+    {"conv3x3_256to256_14", 256, 2304, 196, true},
+    {"conv1x1_64to256_56", 256, 64, 3136, true},
+    {"stem3x3s2_3to32_224", 32, 27, 12544, true},
+};
+
+ThreadPool* PoolFor(int threads) {
+  static std::map<int, std::unique_ptr<ThreadPool>> pools;
+  if (threads <= 1) return nullptr;
+  auto& pool = pools[threads];
+  if (!pool) pool = std::make_unique<ThreadPool>(threads);
+  return pool.get();
+}
+
+void BM_Sgemm(benchmark::State& state) {
+  const GemmShape& s = kShapes[state.range(0)];
+  ThreadPool* pool = PoolFor(static_cast<int>(state.range(1)));
+  state.SetLabel(s.name);
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  std::vector<float> a(s.M * s.K), b(s.K * s.N), c(s.M * s.N);
+  for (float& v : a) v = dist(rng);
+  for (float& v : b) v = dist(rng);
+  SgemmPacked packed =
+      s.weights_are_a ? SgemmPackA(a.data(), s.M, s.K, s.K) : SgemmPackB(b.data(), s.K, s.N, s.N);
+  const SgemmOperand op_a =
+      s.weights_are_a ? SgemmOperand::Packed(packed) : SgemmOperand::RowMajor(a.data(), s.K);
+  const SgemmOperand op_b =
+      s.weights_are_a ? SgemmOperand::RowMajor(b.data(), s.N) : SgemmOperand::Packed(packed);
+  for (auto _ : state) {
+    Sgemm(s.M, s.N, s.K, op_a, op_b, c.data(), s.N, pool);
+    benchmark::DoNotOptimize(c.data());
+  }
+  state.counters["GFLOPS"] =
+      benchmark::Counter(2.0 * s.M * s.N * s.K * state.iterations(), benchmark::Counter::kIsRate);
+}
+
+void Args(benchmark::internal::Benchmark* b) {
+  for (int64_t shape = 0; shape < static_cast<int64_t>(std::size(kShapes)); ++shape)
+    for (int64_t threads : {1, 2}) b->Args({shape, threads});
+}
+
+BENCHMARK(BM_Sgemm)->Apply(Args)->UseRealTime()->MinTime(0.2);
+
+}  // namespace
+}  // namespace octet
+
+BENCHMARK_MAIN();
