@@ -7,97 +7,20 @@
 //   multiplier[n] = a_scale * b_scale[n]                 float32
 //   y = float(acc) * multiplier[n] + bias[n]             float32 multiply, then float32 add
 //
-// DynamicQuantizeMatMul first quantizes the float A to uint8 exactly as
-// DynamicQuantizeLinear does (docs/int8.md), then runs the same product.
-#include <algorithm>
-#include <cmath>
-#include <limits>
+// DynamicQuantizeMatMul first quantizes the float A to uint8 with
+// DynamicQuantizeLinear's own code (ops/quantize_linear.h), then runs the same product.
 #include <memory>
 #include <vector>
 
 #include "kernels/int8/requantize.h"
 #include "ops/int_matmul_shape.h"
 #include "ops/int_params.h"
+#include "ops/quantize_linear.h"
 #include "ops/registry.h"
-#include "runtime/thread_pool.h"
 
 namespace octet {
 
 namespace {
-
-// Elements per unit of parallel work when quantizing A.
-constexpr int64_t kQuantizeChunk = 16 * 1024;
-
-void ForChunks(ThreadPool* pool, int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
-  const int64_t chunks = (n + kQuantizeChunk - 1) / kQuantizeChunk;
-  auto run = [&](int64_t c0, int64_t c1) {
-    fn(c0 * kQuantizeChunk, std::min(n, c1 * kQuantizeChunk));
-  };
-  if (pool != nullptr) {
-    pool->ParallelFor(chunks, run);
-  } else if (chunks > 0) {
-    run(0, chunks);
-  }
-}
-
-struct DynamicQuantization {
-  float scale = 1.f;
-  int32_t zero_point = 0;
-};
-
-// DynamicQuantizeLinear's parameters (uint8), in ONNX Runtime's order:
-// min/max include 0; scale = (max - min) / 255 (1 when max == min);
-// zero point = round_half_even(clamp(0 - min / scale, 0, 255)), NaN -> 255.
-// A NaN in x propagates (scale NaN), as octet's DynamicQuantizeLinear does.
-DynamicQuantization ComputeDynamicQuantization(const float* x, int64_t n, ThreadPool* pool) {
-  const int64_t chunks = (n + kQuantizeChunk - 1) / kQuantizeChunk;
-  std::vector<float> lows(chunks, 0.f), highs(chunks, 0.f);
-  std::vector<char> nans(chunks, 0);
-  ForChunks(pool, n, [&](int64_t begin, int64_t end) {
-    float low = 0.f, high = 0.f;
-    bool nan = false;
-    for (int64_t i = begin; i < end; ++i) {
-      nan |= std::isnan(x[i]);
-      low = std::min(low, x[i]);
-      high = std::max(high, x[i]);
-    }
-    const int64_t c = begin / kQuantizeChunk;
-    lows[c] = low;
-    highs[c] = high;
-    nans[c] = nan;
-  });
-  float low = 0.f, high = 0.f;
-  for (int64_t c = 0; c < chunks; ++c) {
-    low = std::min(low, lows[c]);
-    high = std::max(high, highs[c]);
-  }
-  if (std::find(nans.begin(), nans.end(), 1) != nans.end())
-    low = high = std::numeric_limits<float>::quiet_NaN();
-  DynamicQuantization q;
-  q.scale = high == low ? 1.0f : (high - low) / 255.0f;
-  const float initial_zero_point = 0.0f - low / q.scale;
-  q.zero_point =
-      std::isnan(initial_zero_point)
-          ? 255
-          : static_cast<int32_t>(std::nearbyint(std::clamp(initial_zero_point, 0.0f, 255.0f)));
-  return q;
-}
-
-// y = round_half_even(clamp(x / scale, -zp, 255 - zp)) + zp (NaN -> 0), the
-// saturating float path of QuantizeLinear.
-void QuantizeToUint8(const float* x, int64_t n, const DynamicQuantization& q, uint8_t* y,
-                     ThreadPool* pool) {
-  const float lo = static_cast<float>(0 - q.zero_point);
-  const float hi = static_cast<float>(255 - q.zero_point);
-  ForChunks(pool, n, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      float v = x[i] / q.scale;
-      v = v > lo ? v : lo;
-      v = v < hi ? v : hi;
-      y[i] = static_cast<uint8_t>(static_cast<int32_t>(std::nearbyint(v)) + q.zero_point);
-    }
-  });
-}
 
 // The product and float epilogue shared by both operators.
 class IntegerToFloatMatMul {
@@ -180,10 +103,9 @@ class DynamicQuantizeMatMulKernel : public OpKernel {
 
   void Run(KernelContext& ctx) override {
     const Tensor& a = ctx.input(0);
-    const DynamicQuantization q =
-        ComputeDynamicQuantization(a.data<float>(), a.numel(), ctx.pool());
     Tensor a_quantized(DType::kUInt8, a.shape());
-    QuantizeToUint8(a.data<float>(), a.numel(), q, a_quantized.data<uint8_t>(), ctx.pool());
+    const DynamicQuantization q =
+        DynamicQuantizeToUint8(a.data<float>(), a.numel(), a_quantized.data<uint8_t>(), ctx.pool());
     product_.Run(ctx, a_quantized, &q.zero_point, q.scale, ctx.input(1), ctx.input(2),
                  ctx.has_input(4) ? &ctx.input(4) : nullptr);
   }

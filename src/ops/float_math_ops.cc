@@ -8,7 +8,7 @@
 #include <limits>
 
 #include "kernels/float/broadcast.h"
-#include "kernels/float/matmul_float.h"
+#include "kernels/float/sgemm.h"
 #include "ops/registry.h"
 #include "runtime/thread_pool.h"
 
@@ -446,13 +446,14 @@ class GemmKernel : public OpKernel {
         trans_b_(init.node.GetInt("transB", 0) != 0),
         alpha_(init.node.GetFloat("alpha", 1.f)),
         beta_(init.node.GetFloat("beta", 1.f)) {
-    // A constant B is transposed once here.
+    // A constant B is transposed and packed once here.
     if (init.constant_inputs.size() > 1 && init.constant_inputs[1] &&
         init.constant_inputs[1]->rank() == 2) {
       const Tensor& b = *init.constant_inputs[1];
       b_k_ = trans_b_ ? b.dim(1) : b.dim(0);
       b_n_ = trans_b_ ? b.dim(0) : b.dim(1);
-      packed_b_ = Matrix(b, trans_b_);
+      const std::vector<float> b_matrix = Matrix(b, trans_b_);
+      packed_b_ = SgemmPackB(b_matrix.data(), b_k_, b_n_, b_n_);
     }
   }
   void Run(KernelContext& ctx) override {
@@ -478,24 +479,17 @@ class GemmKernel : public OpKernel {
     std::vector<float> a_matrix = trans_a_ ? Matrix(a, true) : std::vector<float>();
     const float* pa = trans_a_ ? a_matrix.data() : a.data<float>();
     std::vector<float> b_matrix;
-    const float* pb = nullptr;
-    if (!packed_b_.empty() && b_k_ == k && b_n_ == n) {
-      pb = packed_b_.data();
+    SgemmOperand b_operand;
+    if (packed_b_.data && b_k_ == k && b_n_ == n) {
+      b_operand = SgemmOperand::Packed(packed_b_);
     } else if (trans_b_) {
       b_matrix = Matrix(b, true);
-      pb = b_matrix.data();
+      b_operand = SgemmOperand::RowMajor(b_matrix.data(), n);
     } else {
-      pb = b.data<float>();
+      b_operand = SgemmOperand::RowMajor(b.data<float>(), n);
     }
     float* py = y.data<float>();
-    auto rows = [&](int64_t begin, int64_t end) {
-      MatMulFloat32(pa + begin * k, pb, py + begin * n, end - begin, k, n);
-    };
-    if (ctx.pool() && m * k * n >= kParallelMinMacs) {
-      ctx.pool()->ParallelFor(m, rows);
-    } else {
-      rows(0, m);
-    }
+    Sgemm(m, n, k, SgemmOperand::RowMajor(pa, k), b_operand, py, n, ctx.pool());
     if (alpha_ != 1.f)
       for (int64_t i = 0; i < m * n; ++i) py[i] *= alpha_;
     if (has_c) {
@@ -508,10 +502,9 @@ class GemmKernel : public OpKernel {
   }
 
  private:
-  static constexpr int64_t kParallelMinMacs = 1 << 16;
   bool trans_a_, trans_b_;
   float alpha_, beta_;
-  std::vector<float> packed_b_;
+  SgemmPacked packed_b_;
   int64_t b_k_ = 0, b_n_ = 0;
 };
 

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <limits>
 
-#include "kernels/float/matmul_float.h"
+#include "kernels/float/sgemm.h"
 #include "ops/registry.h"
 #include "runtime/thread_pool.h"
 
@@ -107,6 +107,14 @@ class ConvKernel : public OpKernel {
  public:
   explicit ConvKernel(const KernelInit& init) : group_(init.node.GetInt("group", 1)) {
     OCTET_CHECK(group_ >= 1, init.node.Describe(), ": group must be >= 1");
+    // A constant W is packed once here, one GEMM A operand per group.
+    const Tensor* weight = init.constant_inputs.size() > 1 ? init.constant_inputs[1] : nullptr;
+    if (weight && weight->rank() >= 3 && weight->dtype() == DType::kFloat32 &&
+        weight->dim(0) > 0 && weight->dim(0) % group_ == 0) {
+      const int64_t mg = weight->dim(0) / group_, k = weight->numel() / weight->dim(0);
+      for (int64_t g = 0; g < group_; ++g)
+        packed_weight_.push_back(SgemmPackA(weight->data<float>() + g * mg * k, mg, k, k));
+    }
   }
   void Run(KernelContext& ctx) override {
     const Node& node = ctx.node();
@@ -152,14 +160,11 @@ class ConvKernel : public OpKernel {
         }
         const float* wg = pw + g * mg * k;
         float* yg = py + (n * filters + g * mg) * positions;
-        auto rows = [&](int64_t begin, int64_t end) {
-          MatMulFloat32(wg + begin * k, cols, yg + begin * positions, end - begin, k, positions);
-        };
-        if (ctx.pool() && mg * k * positions >= kParallelMinMacs) {
-          ctx.pool()->ParallelFor(mg, rows);
-        } else {
-          rows(0, mg);
-        }
+        const bool packed = !packed_weight_.empty() && packed_weight_[g].rows == mg &&
+                            packed_weight_[g].K == k;
+        Sgemm(mg, positions, k,
+              packed ? SgemmOperand::Packed(packed_weight_[g]) : SgemmOperand::RowMajor(wg, k),
+              SgemmOperand::RowMajor(cols, positions), yg, positions, ctx.pool());
         if (bias)
           for (int64_t m = 0; m < mg; ++m)
             for (int64_t p = 0; p < positions; ++p) yg[m * positions + p] += bias[g * mg + m];
@@ -168,8 +173,6 @@ class ConvKernel : public OpKernel {
   }
 
  private:
-  static constexpr int64_t kParallelMinMacs = 1 << 16;
-
   // col[(c, kd, kh, kw), (od, oh, ow)] = x[c, od*s - pad + kd*dil, ...], 0 in the padding.
   static void Im2Col(const float* x, int64_t channels, const Window& w, float* col) {
     const int64_t positions = w.out_size();
@@ -197,6 +200,7 @@ class ConvKernel : public OpKernel {
   }
 
   int64_t group_;
+  std::vector<SgemmPacked> packed_weight_;
 };
 
 // ---- Pools --------------------------------------------------------------------

@@ -5,7 +5,7 @@
 
 #include "kernels/float/broadcast.h"
 #include "kernels/float/elementwise_float.h"
-#include "kernels/float/matmul_float.h"
+#include "kernels/float/sgemm.h"
 #include "ops/registry.h"
 #include "runtime/thread_pool.h"
 
@@ -25,6 +25,12 @@ std::vector<DType> Float32Output(const Node&, const std::vector<DType>&) {
 // dropped from the result; the leading (batch) dims broadcast.
 class MatMulKernel : public OpKernel {
  public:
+  // A constant 2-D B (the usual weight) is packed once here.
+  explicit MatMulKernel(const KernelInit& init) {
+    const Tensor* b = init.constant_inputs.size() > 1 ? init.constant_inputs[1] : nullptr;
+    if (b && b->rank() == 2 && b->dtype() == DType::kFloat32)
+      packed_b_ = SgemmPackB(b->data<float>(), b->dim(0), b->dim(1), b->dim(1));
+  }
   void Run(KernelContext& ctx) override {
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
@@ -70,27 +76,35 @@ class MatMulKernel : public OpKernel {
     const float* pa = a.data<float>();
     const float* pb = b.data<float>();
     float* pc = out.data<float>();
-    // Work items are output rows; each row's arithmetic is the same however
-    // the rows are split, so results do not depend on the thread count.
-    auto rows = [&](int64_t begin, int64_t end) {
-      while (begin < end) {
-        const int64_t bi = begin / m, row = begin % m;
-        const int64_t count = std::min(end - begin, m - row);
-        MatMulFloat32(pa + (a_offset[bi] * m + row) * k, pb + b_offset[bi] * k * n,
-                      pc + (bi * m + row) * n, count, k, n);
-        begin += count;
+    const bool b_packed = packed_b_.data && b_shape.size() == 2 && packed_b_.K == k &&
+                          packed_b_.rows == n;
+    const SgemmOperand b_matrix =
+        b_packed ? SgemmOperand::Packed(packed_b_) : SgemmOperand::RowMajor(pb, n);
+    // A 2-D B shared by unbroadcast batches of A: one GEMM over all their rows.
+    if (b_batch.empty() && a_batch == *batch) {
+      Sgemm(batch_count * m, n, k, SgemmOperand::RowMajor(pa, k), b_matrix, pc, n, ctx.pool());
+      return;
+    }
+    // Each product's bits do not depend on the pool, so many small products
+    // run one per thread and few large ones share the pool.
+    const bool per_batch = ctx.pool() && batch_count >= ctx.pool()->num_threads();
+    auto products = [&](int64_t begin, int64_t end) {
+      for (int64_t bi = begin; bi < end; ++bi) {
+        const SgemmOperand b_entry =
+            b_packed ? b_matrix : SgemmOperand::RowMajor(pb + b_offset[bi] * k * n, n);
+        Sgemm(m, n, k, SgemmOperand::RowMajor(pa + a_offset[bi] * m * k, k), b_entry,
+              pc + bi * m * n, n, per_batch ? nullptr : ctx.pool());
       }
     };
-    const int64_t total_rows = batch_count * m;
-    if (ctx.pool() && total_rows * k * n >= kParallelMinMacs) {
-      ctx.pool()->ParallelFor(total_rows, rows);
+    if (per_batch) {
+      ctx.pool()->ParallelFor(batch_count, products);
     } else {
-      rows(0, total_rows);
+      products(0, batch_count);
     }
   }
 
  private:
-  static constexpr int64_t kParallelMinMacs = 1 << 16;
+  SgemmPacked packed_b_;
 };
 
 class BinaryKernel : public OpKernel {
@@ -165,7 +179,8 @@ std::function<std::unique_ptr<OpKernel>(const KernelInit&)> Make(Args... args) {
 void RegisterFloatOps(KernelRegistry& r) {
   // Opsets 1-6 of the binary ops used the legacy `broadcast`/`axis`
   // attributes, and Relu-1 `consumed_inputs`; those versions are not supported.
-  r.Register({kOnnxDomain, "MatMul", 1, 1 << 30, AllFloat32, Float32Output, Make<MatMulKernel>()});
+  r.Register({kOnnxDomain, "MatMul", 1, 1 << 30, AllFloat32, Float32Output,
+              [](const KernelInit& init) { return std::make_unique<MatMulKernel>(init); }});
   const std::pair<const char*, BinaryOp> binary_ops[] = {{"Add", BinaryOp::kAdd},
                                                          {"Sub", BinaryOp::kSub},
                                                          {"Mul", BinaryOp::kMul},

@@ -160,6 +160,16 @@ class FusedQdqMatMulKernel : public OpKernel {
               w_zero_.empty() ? nullptr : w_zero_.data(), w_zero_.size() > 1, acc.data(), n_,
               ctx.pool());
 
+      // Calls epilogue(multipliers, first row, row count) over the block: once
+      // for a per-tensor x scale, row by row for per-axis x scales.
+      auto for_multiplier_rows = [&](const auto& epilogue) {
+        if (x_axis_ < 0) {
+          epilogue(multipliers_.data(), 0, rows);
+          return;
+        }
+        for (int64_t r = 0; r < rows; ++r)
+          epilogue(multipliers_.data() + scale_index(r0 + r) * mult_row, r, 1);
+      };
       if (quantized_) {
         RequantizeParams p;
         p.multiplier_per_column = mult_per_column_;
@@ -168,28 +178,22 @@ class FusedQdqMatMulKernel : public OpKernel {
         p.zero_point = y_zero_;
         p.output_type = y_type_;
         auto* out = static_cast<uint8_t*>(y.raw()) + r0 * n_;
-        if (x_axis_ < 0) {
-          p.multiplier = multipliers_.data();
-          RequantizeS32(acc.data(), n_, rows, n_, p, out, n_);
-        } else {
-          for (int64_t r = 0; r < rows; ++r) {
-            p.multiplier = multipliers_.data() + scale_index(r0 + r) * mult_row;
-            RequantizeS32(acc.data() + r * n_, n_, 1, n_, p, out + r * n_, n_);
-          }
-        }
+        for_multiplier_rows([&](const float* multipliers, int64_t r, int64_t count) {
+          p.multiplier = multipliers;
+          RequantizeS32(acc.data() + r * n_, n_, count, n_, p, out + r * n_, n_);
+        });
         if (clamped_) ClampBlock(out, rows * n_);
       } else {
         // MatMulIntegerToFloat / QGemm float output: float(acc + bias) * (x_scale * w_scale).
+        FloatOutputParams p;
+        p.scale_per_column = mult_per_column_;
+        p.acc_bias = bias_.empty() ? nullptr : bias_.data();
+        p.acc_bias_per_column = bias_.size() > 1;
         float* out = y.data<float>() + r0 * n_;
-        for (int64_t r = 0; r < rows; ++r) {
-          const float* m = multipliers_.data() + scale_index(r0 + r) * mult_row;
-          for (int64_t n = 0; n < n_; ++n) {
-            uint32_t sum = static_cast<uint32_t>(acc[r * n_ + n]);
-            if (!bias_.empty()) sum += static_cast<uint32_t>(bias_[bias_.size() > 1 ? n : 0]);
-            out[r * n_ + n] =
-                static_cast<float>(static_cast<int32_t>(sum)) * m[mult_per_column_ ? n : 0];
-          }
-        }
+        for_multiplier_rows([&](const float* multipliers, int64_t r, int64_t count) {
+          p.scale = multipliers;
+          ScaleS32ToFloat(acc.data() + r * n_, n_, count, n_, p, out + r * n_, n_);
+        });
       }
     }
   }

@@ -2,6 +2,8 @@
 // opset; com.microsoft opset 1) and DynamicQuantizeLinear. The float steps
 // follow ONNX Runtime 1.31.1 exactly; docs/int8.md ("Quantize and dequantize")
 // lists each one and how it was established.
+#include "ops/quantize_linear.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -438,44 +440,36 @@ class DequantizeLinearKernel : public OpKernel {
   DType output_type_;
 };
 
-// DynamicQuantizeLinear (uint8), in ONNX Runtime's order:
-//   min = min(0, min(x)), max = max(0, max(x))
-//   scale = max == min ? 1 : (max - min) / 255
-//   zero_point = round_half_even(clamp(0 - min / scale, 0, 255)), NaN -> 255
-//   y = QuantizeLinear(x, scale, zero_point) on the saturating float path.
+// Elements per unit of parallel work in DynamicQuantizeToUint8: a fixed size,
+// so the min/max partials (merged in chunk order) never depend on the threads.
+constexpr int64_t kDynamicQuantizeChunk = 16 * 1024;
+
+// Calls fn(begin, end) for the chunks of [0, n), split over the pool.
+template <typename Fn>
+void ForEachChunk(ThreadPool* pool, int64_t n, const Fn& fn) {
+  const int64_t chunks = (n + kDynamicQuantizeChunk - 1) / kDynamicQuantizeChunk;
+  auto run = [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c)
+      fn(c * kDynamicQuantizeChunk, std::min(n, (c + 1) * kDynamicQuantizeChunk));
+  };
+  if (pool != nullptr)
+    pool->ParallelFor(chunks, run);
+  else
+    run(0, chunks);
+}
+
+// DynamicQuantizeLinear (uint8): y, scale and zero point of DynamicQuantizeToUint8.
 class DynamicQuantizeLinearKernel : public OpKernel {
  public:
   void Run(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
-    const float* xs = x.data<float>();
-    float low = 0.0f, high = 0.0f;
-    bool has_nan = false;
-    for (int64_t i = 0; i < x.numel(); ++i) {
-      if (std::isnan(xs[i])) has_nan = true;
-      low = std::min(low, xs[i]);
-      high = std::max(high, xs[i]);
-    }
-    // ORT's SIMD min/max drops or keeps NaNs depending on their position;
-    // octet propagates them (scale NaN, zero point 255, y = 0).
-    if (has_nan) low = high = std::numeric_limits<float>::quiet_NaN();
-    const float scale = high == low ? 1.0f : (high - low) / 255.0f;
-    const float initial_zero_point = 0.0f - low / scale;
-    const int32_t zero_point =
-        std::isnan(initial_zero_point)
-            ? 255
-            : static_cast<int32_t>(std::nearbyint(std::clamp(initial_zero_point, 0.0f, 255.0f)));
-
-    const IntRange range{0, 255};
     uint8_t* y = ctx.AllocateOutput(0, DType::kUInt8, x.shape()).data<uint8_t>();
-    ScaleLayout layout;
-    layout.axis_dim = x.numel();
-    ForEachElement(layout, ctx.pool(), [&](int64_t e, int64_t) {
-      y[e] = static_cast<uint8_t>(QuantizeSaturating(xs[e] / scale, zero_point, range));
-    });
-    if (ctx.num_outputs() > 1) ctx.AllocateOutput(1, DType::kFloat32, {}).data<float>()[0] = scale;
+    const DynamicQuantization q = DynamicQuantizeToUint8(x.data<float>(), x.numel(), y, ctx.pool());
+    if (ctx.num_outputs() > 1)
+      ctx.AllocateOutput(1, DType::kFloat32, {}).data<float>()[0] = q.scale;
     if (ctx.num_outputs() > 2)
       ctx.AllocateOutput(2, DType::kUInt8, {}).data<uint8_t>()[0] =
-          static_cast<uint8_t>(zero_point);
+          static_cast<uint8_t>(q.zero_point);
   }
 };
 
@@ -519,6 +513,49 @@ void RegisterQdqVersion(KernelRegistry& r, const QdqVersion& v) {
 }
 
 }  // namespace
+
+DynamicQuantization DynamicQuantizeToUint8(const float* x, int64_t n, uint8_t* y,
+                                           ThreadPool* pool) {
+  const int64_t chunks = (n + kDynamicQuantizeChunk - 1) / kDynamicQuantizeChunk;
+  std::vector<float> lows(chunks, 0.f), highs(chunks, 0.f);
+  std::vector<char> nans(chunks, 0);
+  ForEachChunk(pool, n, [&](int64_t begin, int64_t end) {
+    float low = 0.f, high = 0.f;
+    bool nan = false;
+    for (int64_t i = begin; i < end; ++i) {
+      nan |= std::isnan(x[i]);
+      low = std::min(low, x[i]);
+      high = std::max(high, x[i]);
+    }
+    const int64_t c = begin / kDynamicQuantizeChunk;
+    lows[c] = low;
+    highs[c] = high;
+    nans[c] = nan;
+  });
+  float low = 0.f, high = 0.f;
+  for (int64_t c = 0; c < chunks; ++c) {
+    low = std::min(low, lows[c]);
+    high = std::max(high, highs[c]);
+  }
+  // ORT's SIMD min/max drops or keeps NaNs depending on their position;
+  // octet propagates them.
+  if (std::find(nans.begin(), nans.end(), 1) != nans.end())
+    low = high = std::numeric_limits<float>::quiet_NaN();
+
+  DynamicQuantization q;
+  q.scale = high == low ? 1.0f : (high - low) / 255.0f;
+  const float initial_zero_point = 0.0f - low / q.scale;
+  q.zero_point =
+      std::isnan(initial_zero_point)
+          ? 255
+          : static_cast<int32_t>(std::nearbyint(std::clamp(initial_zero_point, 0.0f, 255.0f)));
+  const IntRange range{0, 255};
+  ForEachChunk(pool, n, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      y[i] = static_cast<uint8_t>(QuantizeSaturating(x[i] / q.scale, q.zero_point, range));
+  });
+  return q;
+}
 
 void RegisterQuantizeOps(KernelRegistry& r) {
   for (const QdqVersion& v : kQdqVersions) RegisterQdqVersion(r, v);

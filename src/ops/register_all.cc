@@ -13,6 +13,7 @@ const KernelRegistry& KernelRegistry::Global() {
     RegisterFloatNnOps(r);
     RegisterTensorOps(r);
     RegisterFusedOps(r);
+    RegisterFusedConvOps(r);
     RegisterMsQuantMatMulOps(r);
     RegisterShapeOps(r);
     RegisterQLinearBinaryOps(r);

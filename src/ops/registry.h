@@ -97,6 +97,7 @@ void RegisterFloatMathOps(KernelRegistry& r);     // ops/float_math_ops.cc
 void RegisterFloatNnOps(KernelRegistry& r);       // ops/float_nn_ops.cc
 void RegisterTensorOps(KernelRegistry& r);        // ops/tensor_ops.cc
 void RegisterFusedOps(KernelRegistry& r);         // ops/fused_*.cc (nodes made by rewrite/)
+void RegisterFusedConvOps(KernelRegistry& r);     // ops/fused_qdq_conv.cc (rewrite/qdq_conv.h)
 void RegisterMsQuantMatMulOps(KernelRegistry& r);  // ops/dynamic_quant_matmul.cc (com.microsoft)
 void RegisterShapeOps(KernelRegistry& r);         // ops/shape_ops.cc (movement ops, any dtype)
 void RegisterQLinearBinaryOps(KernelRegistry& r);  // ops/qlinear_binary.cc (ms QLinearAdd/Mul)

@@ -57,7 +57,7 @@ std::vector<int32_t> ChainTable(const Node* act, float lo, float hi, const Scala
   return table;
 }
 
-// Reads the fused node's quantized output parameters.
+// Reads a fused node's quantized output parameters (the same inputs in both kinds).
 bool FusedOutputParams(const Graph& g, const Node& f, ScalarQParams& p) {
   const Tensor* scale = ConstantValue(g, InputAt(f, kFusedYScale));
   if (!scale) return false;
@@ -72,6 +72,10 @@ bool FusedOutputParams(const Graph& g, const Node& f, ScalarQParams& p) {
 }
 
 }  // namespace
+
+bool IsFusedQdqNode(const Node& n) {
+  return n.domain == kOctetDomain && (n.op_type == kFusedMatMulOp || n.op_type == kFusedConvOp);
+}
 
 bool IsActivation(const Node& n) {
   return n.domain == kOnnxDomain && (n.op_type == "Relu" || n.op_type == "Clip");
@@ -97,7 +101,7 @@ void AbsorbQdqActivations(Graph& g, QdqReport& report) {
   bool changed = false;
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     Node& f = g.nodes[n];
-    if (f.domain != kOctetDomain || f.op_type != kFusedMatMulOp) continue;
+    if (!IsFusedQdqNode(f)) continue;
     const int dq = SoleConsumer(g, consumers, f.outputs[0]);
     if (dq < 0 || !IsDequantizeNode(g.nodes[dq]) || removed[dq]) continue;
     const int act = SoleConsumer(g, consumers, g.nodes[dq].outputs[0]);

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "graph/graph.h"
+#include "rewrite/qdq_conv.h"
 #include "rewrite/qdq_matmul.h"
 #include "rewrite/qdq_util.h"
 
@@ -19,12 +20,17 @@ namespace octet {
 
 bool IsActivation(const Node& n);  // ai.onnx Relu or Clip
 
+// octet.QLinearMatMulFused or octet.QLinearConvFused: fused nodes whose int8
+// output can take an absorbed clamp (attributes y_min / y_max).
+bool IsFusedQdqNode(const Node& n);
+
 // Empty when ONNX Runtime removes this Relu / Clip in front of a QuantizeLinear
 // with parameters q (its ReluQuantFusion / ClipQuantFusion rules) and the
 // removal changes no quantized value; otherwise why the activation must stay.
 std::string OrtKeepsActivation(const Graph& g, const Node& act, const ScalarQParams& q);
 
-// Absorbs fused -> DQ -> Relu | Clip -> Q chains into the fused node's clamp.
+// Absorbs fused (MatMul or Conv) -> DQ -> Relu | Clip -> Q chains into the
+// fused node's clamp.
 void AbsorbQdqActivations(Graph& g, QdqReport& report);
 
 }  // namespace octet

@@ -13,48 +13,6 @@ namespace octet {
 
 namespace {
 
-bool Is8Bit(DType t) { return t == DType::kInt8 || t == DType::kUInt8; }
-
-// Normalizes an axis against a rank; nullopt when out of range.
-std::optional<int64_t> NormalizeAxis(int64_t axis, int64_t rank) {
-  if (axis < -rank || axis >= rank) return std::nullopt;
-  return axis < 0 ? axis + rank : axis;
-}
-
-// A DequantizeLinear's parameters, checked for what the fused kernel folds.
-struct DqParams {
-  int data = -1, scale = -1, zero = -1;
-  DType data_type = DType::kUndefined;
-  int64_t axis = 1;  // as written; meaningful only when per_axis
-  bool per_axis = false;
-  int64_t count = 1;  // scale entries
-};
-
-// Why a DequantizeLinear cannot feed the fused node; empty when it can.
-std::string ReadDq(const Graph& g, const Node& dq, DqParams& p) {
-  p.data = InputAt(dq, 0);
-  p.scale = InputAt(dq, 1);
-  p.zero = InputAt(dq, 2);
-  if (p.data < 0 || p.scale < 0) return "dq_malformed";
-  if (dq.GetInt("block_size", 0) != 0) return "dq_blocked";
-  const int64_t out_type = dq.GetInt("output_dtype", 0);
-  if (out_type != 0 && out_type != static_cast<int64_t>(DType::kFloat32)) return "dq_output_dtype";
-  const Tensor* scale = ConstantValue(g, p.scale);
-  if (!scale) return "scale_not_constant";
-  if (scale->dtype() != DType::kFloat32) return "scale_dtype";
-  p.data_type = KnownDType(g, p.data);
-  const Tensor* zero = ConstantValue(g, p.zero);
-  if (p.zero >= 0 && !zero) return "zero_point_not_constant";
-  if (p.data_type == DType::kUndefined && zero) p.data_type = zero->dtype();
-  if (zero && zero->dtype() != p.data_type) return "zero_point_dtype";
-  if (zero && zero->numel() != scale->numel()) return "zero_point_shape";
-  p.count = scale->numel();
-  p.per_axis = p.count != 1;
-  if (p.per_axis && scale->rank() != 1) return "scale_shape";
-  p.axis = dq.GetInt("axis", 1);
-  return "";
-}
-
 struct Claim {
   std::string why;     // non-empty: refused for this reason
   std::string why_op;  // the operator the refusal is reported under
@@ -70,32 +28,6 @@ Claim Refuse(const std::string& why, const Node& at) {
   c.why = why;
   c.why_op = at.op_type;
   return c;
-}
-
-// Whether the (single) consumer of the product is a QuantizeLinear the node can
-// absorb; returns its index, or -1 with note set when there is one that cannot be.
-int FoldableQuantize(const Graph& g, int product, const std::vector<std::vector<int>>& consumers,
-                     const std::set<int>& graph_outputs, std::string& note, DType& out_type) {
-  if (graph_outputs.count(product) || consumers[product].size() != 1) return -1;
-  const int q_index = consumers[product][0];
-  const Node& q = g.nodes[q_index];
-  if (!IsQuantizeNode(q) || InputAt(q, 0) != product) return -1;
-  const Tensor* scale = ConstantValue(g, InputAt(q, 1));
-  const Tensor* zero = ConstantValue(g, InputAt(q, 2));
-  if (!scale || (InputAt(q, 2) >= 0 && !zero)) {
-    note = "q_param_not_constant";
-  } else if (scale->dtype() != DType::kFloat32) {
-    note = "q_scale_dtype";
-  } else if (scale->numel() != 1 || (zero && zero->numel() != 1)) {
-    note = "q_per_axis";
-  } else if (q.GetInt("block_size", 0) != 0) {
-    note = "q_blocked";
-  } else {
-    out_type = KnownDType(g, q.outputs[0]);
-    if (zero) out_type = zero->dtype();
-    if (!Is8Bit(out_type)) note = "q_output_type";
-  }
-  return note.empty() ? q_index : -1;
 }
 
 Claim TryClaim(const Graph& g, int mm_index, const std::vector<std::vector<int>>& consumers,
@@ -288,23 +220,8 @@ QdqReport FuseQdqMatMul(Graph& g) {
     if (removed[n]) continue;
     nodes.push_back(replacement[n] ? std::move(*replacement[n]) : std::move(g.nodes[n]));
   }
-  // Drop DequantizeLinear nodes nothing reads any more (in reverse, so a chain
-  // of them would go too); a DQ with another consumer keeps running for it.
-  std::vector<int> uses(g.values.size(), 0);
-  for (const Node& node : nodes)
-    for (int in : node.inputs)
-      if (in >= 0) ++uses[in];
-  for (int v : g.outputs) ++uses[v];
-  std::vector<bool> drop(nodes.size(), false);
-  for (size_t i = nodes.size(); i-- > 0;) {
-    const Node& node = nodes[i];
-    if (!IsDequantizeNode(node) || uses[node.outputs[0]] != 0) continue;
-    drop[i] = true;
-    for (int in : node.inputs)
-      if (in >= 0) --uses[in];
-  }
   g.nodes = std::move(nodes);
-  RemoveNodes(g, drop);
+  DropUnreadDequantize(g);
   return report;
 }
 

@@ -77,6 +77,61 @@ int32_t QuantizeValue(float x, const ScalarQParams& p) {
   return static_cast<int32_t>(std::nearbyint(v)) + p.zero;
 }
 
+bool Is8Bit(DType t) { return t == DType::kInt8 || t == DType::kUInt8; }
+
+std::optional<int64_t> NormalizeAxis(int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank) return std::nullopt;
+  return axis < 0 ? axis + rank : axis;
+}
+
+std::string ReadDq(const Graph& g, const Node& dq, DqParams& p) {
+  p.data = InputAt(dq, 0);
+  p.scale = InputAt(dq, 1);
+  p.zero = InputAt(dq, 2);
+  if (p.data < 0 || p.scale < 0) return "dq_malformed";
+  if (dq.GetInt("block_size", 0) != 0) return "dq_blocked";
+  const int64_t out_type = dq.GetInt("output_dtype", 0);
+  if (out_type != 0 && out_type != static_cast<int64_t>(DType::kFloat32)) return "dq_output_dtype";
+  const Tensor* scale = ConstantValue(g, p.scale);
+  if (!scale) return "scale_not_constant";
+  if (scale->dtype() != DType::kFloat32) return "scale_dtype";
+  p.data_type = KnownDType(g, p.data);
+  const Tensor* zero = ConstantValue(g, p.zero);
+  if (p.zero >= 0 && !zero) return "zero_point_not_constant";
+  if (p.data_type == DType::kUndefined && zero) p.data_type = zero->dtype();
+  if (zero && zero->dtype() != p.data_type) return "zero_point_dtype";
+  if (zero && zero->numel() != scale->numel()) return "zero_point_shape";
+  p.count = scale->numel();
+  p.per_axis = p.count != 1;
+  if (p.per_axis && scale->rank() != 1) return "scale_shape";
+  p.axis = dq.GetInt("axis", 1);
+  return "";
+}
+
+int FoldableQuantize(const Graph& g, int product, const std::vector<std::vector<int>>& consumers,
+                     const std::set<int>& graph_outputs, std::string& note, DType& out_type) {
+  if (graph_outputs.count(product) || consumers[product].size() != 1) return -1;
+  const int q_index = consumers[product][0];
+  const Node& q = g.nodes[q_index];
+  if (!IsQuantizeNode(q) || InputAt(q, 0) != product) return -1;
+  const Tensor* scale = ConstantValue(g, InputAt(q, 1));
+  const Tensor* zero = ConstantValue(g, InputAt(q, 2));
+  if (!scale || (InputAt(q, 2) >= 0 && !zero)) {
+    note = "q_param_not_constant";
+  } else if (scale->dtype() != DType::kFloat32) {
+    note = "q_scale_dtype";
+  } else if (scale->numel() != 1 || (zero && zero->numel() != 1)) {
+    note = "q_per_axis";
+  } else if (q.GetInt("block_size", 0) != 0) {
+    note = "q_blocked";
+  } else {
+    out_type = KnownDType(g, q.outputs[0]);
+    if (zero) out_type = zero->dtype();
+    if (!Is8Bit(out_type)) note = "q_output_type";
+  }
+  return note.empty() ? q_index : -1;
+}
+
 std::vector<std::vector<int>> ConsumersOf(const Graph& g) {
   std::vector<std::vector<int>> consumers(g.values.size());
   for (size_t n = 0; n < g.nodes.size(); ++n)
@@ -101,6 +156,23 @@ void RemoveNodes(Graph& g, const std::vector<bool>& removed) {
   for (size_t n = 0; n < g.nodes.size(); ++n)
     for (int out : g.nodes[n].outputs)
       if (out >= 0) g.values[out].producer = static_cast<int>(n);
+}
+
+void DropUnreadDequantize(Graph& g) {
+  std::vector<int> uses(g.values.size(), 0);
+  for (const Node& node : g.nodes)
+    for (int in : node.inputs)
+      if (in >= 0) ++uses[in];
+  for (int v : g.outputs) ++uses[v];
+  std::vector<bool> drop(g.nodes.size(), false);
+  for (size_t i = g.nodes.size(); i-- > 0;) {
+    const Node& node = g.nodes[i];
+    if (!IsDequantizeNode(node) || uses[node.outputs[0]] != 0) continue;
+    drop[i] = true;
+    for (int in : node.inputs)
+      if (in >= 0) --uses[in];
+  }
+  RemoveNodes(g, drop);
 }
 
 void SetIntAttribute(Node& n, const char* name, int64_t value) {

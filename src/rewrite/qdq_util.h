@@ -43,6 +43,28 @@ int32_t QuantizeValue(float x, const ScalarQParams& p);
 int32_t QMin(DType t);  // 8-bit types only
 int32_t QMax(DType t);
 
+bool Is8Bit(DType t);  // int8 or uint8
+
+// Normalizes an axis against a rank; nullopt when out of range.
+std::optional<int64_t> NormalizeAxis(int64_t axis, int64_t rank);
+
+// A DequantizeLinear's parameters, checked for what the fused kernels fold.
+struct DqParams {
+  int data = -1, scale = -1, zero = -1;
+  DType data_type = DType::kUndefined;
+  int64_t axis = 1;  // as written; meaningful only when per_axis
+  bool per_axis = false;
+  int64_t count = 1;  // scale entries
+};
+
+// Why a DequantizeLinear cannot feed a fused node; empty when it can.
+std::string ReadDq(const Graph& g, const Node& dq, DqParams& p);
+
+// Whether the (single) consumer of `product` is a QuantizeLinear a fused node can
+// absorb; returns its index, or -1 with note set when there is one that cannot be.
+int FoldableQuantize(const Graph& g, int product, const std::vector<std::vector<int>>& consumers,
+                     const std::set<int>& graph_outputs, std::string& note, DType& out_type);
+
 // Consumers of every value, by node index.
 std::vector<std::vector<int>> ConsumersOf(const Graph& g);
 // The one node that reads `value`, or -1 when there are several, none, or the
@@ -51,6 +73,11 @@ int SoleConsumer(const Graph& g, const std::vector<std::vector<int>>& consumers,
 
 // Removes the marked nodes and recomputes every value's producer.
 void RemoveNodes(Graph& g, const std::vector<bool>& removed);
+
+// Removes DequantizeLinear nodes nothing reads any more (in reverse, so a chain
+// of them goes too); a DQ with another consumer keeps running for it. Then
+// recomputes every value's producer.
+void DropUnreadDequantize(Graph& g);
 
 // Sets an int attribute on a node.
 void SetIntAttribute(Node& n, const char* name, int64_t value);

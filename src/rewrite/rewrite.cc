@@ -7,6 +7,7 @@
 
 #include "rewrite/qdq_activation.h"
 #include "rewrite/qdq_binary.h"
+#include "rewrite/qdq_conv.h"
 #include "rewrite/qdq_matmul.h"
 #include "rewrite/qdq_movement.h"
 
@@ -21,6 +22,7 @@ bool EnvIs(const char* name, const char* value) {
 
 QdqReport RunQdqPasses(Graph& graph) {
   QdqReport report = FuseQdqMatMul(graph);
+  FuseQdqConv(graph, report);
   AbsorbQdqActivations(graph, report);
   ElideQdqAroundMovement(graph, report);
   FuseQdqBinary(graph, report);

@@ -5,8 +5,6 @@
 #include "kernels/int8/gemm.h"
 
 #include <gtest/gtest.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -18,41 +16,12 @@
 #include <vector>
 
 #include "core/error.h"
+#include "guarded_buffer.h"
 #include "kernels/int8/gemm_reference.h"
 #include "runtime/thread_pool.h"
 
 namespace octet {
 namespace {
-
-// `bytes` of memory whose last byte is followed by an inaccessible page.
-class GuardedBuffer {
- public:
-  explicit GuardedBuffer(size_t bytes) : bytes_(bytes) {
-    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-    const size_t data_pages = (bytes + page - 1) / page;
-    map_bytes_ = (data_pages + 1) * page;
-    base_ = static_cast<uint8_t*>(
-        mmap(nullptr, map_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
-    if (base_ == MAP_FAILED) throw std::runtime_error("mmap failed");
-    if (mprotect(base_ + data_pages * page, page, PROT_NONE) != 0)
-      throw std::runtime_error("mprotect failed");
-    data_ = base_ + data_pages * page - bytes;
-  }
-  ~GuardedBuffer() { munmap(base_, map_bytes_); }
-  GuardedBuffer(const GuardedBuffer&) = delete;
-  GuardedBuffer& operator=(const GuardedBuffer&) = delete;
-
-  template <typename T>
-  T* as() {
-    return reinterpret_cast<T*>(data_);
-  }
-  size_t size() const { return bytes_; }
-
- private:
-  size_t bytes_, map_bytes_;
-  uint8_t* base_;
-  uint8_t* data_;
-};
 
 constexpr int kRandom = -1000;  // fill value meaning "uniform over the type's range"
 
@@ -97,24 +66,23 @@ void FillZeros(int32_t* p, size_t n, bool is_signed, int value, std::mt19937& rn
 std::vector<int32_t> RunGemm(Isa isa, const Case& c, ThreadPool* pool) {
   std::mt19937 rng(c.seed);
   const int64_t lda = c.K + c.lda_pad, ldb = c.N + c.ldb_pad, ldc = c.N + c.ldc_pad;
-  GuardedBuffer a(static_cast<size_t>(c.M * lda)), b(static_cast<size_t>(c.K * ldb));
-  Fill8(a.as<uint8_t>(), a.size(), c.a_signed, c.a_fill, rng);
-  Fill8(b.as<uint8_t>(), b.size(), c.b_signed, c.b_fill, rng);
-  GuardedBuffer za(sizeof(int32_t) * (c.za_per_row ? c.M : 1));
-  GuardedBuffer zb(sizeof(int32_t) * (c.zb_per_col ? c.N : 1));
-  FillZeros(za.as<int32_t>(), za.size() / 4, c.a_signed, c.za_per_row ? kRandom : c.za, rng);
-  FillZeros(zb.as<int32_t>(), zb.size() / 4, c.b_signed, c.zb_per_col ? kRandom : c.zb, rng);
+  GuardedBuffer<uint8_t> a(static_cast<size_t>(c.M * lda)), b(static_cast<size_t>(c.K * ldb));
+  Fill8(a.data(), a.size(), c.a_signed, c.a_fill, rng);
+  Fill8(b.data(), b.size(), c.b_signed, c.b_fill, rng);
+  GuardedBuffer<int32_t> za(c.za_per_row ? c.M : 1), zb(c.zb_per_col ? c.N : 1);
+  FillZeros(za.data(), za.size(), c.a_signed, c.za_per_row ? kRandom : c.za, rng);
+  FillZeros(zb.data(), zb.size(), c.b_signed, c.zb_per_col ? kRandom : c.zb, rng);
 
-  const PackedB packed = PackB(b.as<uint8_t>(), c.b_signed, c.K, c.N, ldb, isa);
-  GuardedBuffer out(sizeof(int32_t) * static_cast<size_t>(c.M * ldc));
-  std::memset(out.as<uint8_t>(), 0xA5, out.size());  // padding columns must keep this
-  GemmS32(c.M, Int8Operand{a.as<uint8_t>(), c.a_signed, lda}, za.as<int32_t>(), c.za_per_row,
-          packed, zb.as<int32_t>(), c.zb_per_col, out.as<int32_t>(), ldc, pool);
+  const PackedB packed = PackB(b.data(), c.b_signed, c.K, c.N, ldb, isa);
+  GuardedBuffer<int32_t> out(static_cast<size_t>(c.M * ldc));
+  std::memset(out.data(), 0xA5, out.size() * sizeof(int32_t));  // padding columns must keep this
+  GemmS32(c.M, Int8Operand{a.data(), c.a_signed, lda}, za.data(), c.za_per_row, packed, zb.data(),
+          c.zb_per_col, out.data(), ldc, pool);
 
   std::vector<int32_t> result(static_cast<size_t>(c.M * c.N));
   for (int64_t m = 0; m < c.M; ++m) {
     for (int64_t n = 0; n < ldc; ++n) {
-      const int32_t v = out.as<int32_t>()[m * ldc + n];
+      const int32_t v = out[m * ldc + n];
       if (n < c.N) {
         result[m * c.N + n] = v;
       } else if (v != static_cast<int32_t>(0xA5A5A5A5u)) {

@@ -7,17 +7,15 @@
 #include "kernels/int8/requantize.h"
 
 #include <gtest/gtest.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <random>
-#include <stdexcept>
 #include <vector>
 
 #include "core/error.h"
+#include "guarded_buffer.h"
 #include "int_op_test_util.h"
 
 namespace octet {
@@ -26,34 +24,6 @@ namespace {
 using int_test::RoundHalfEven;
 using int_test::TypeMax;
 using int_test::TypeMin;
-
-// `count` values of T whose last is followed by an inaccessible page.
-template <typename T>
-class GuardedArray {
- public:
-  explicit GuardedArray(size_t count) {
-    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-    const size_t bytes = count * sizeof(T);
-    const size_t data_pages = (bytes + page - 1) / page;
-    map_bytes_ = (data_pages + 1) * page;
-    base_ = static_cast<uint8_t*>(
-        mmap(nullptr, map_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
-    if (base_ == MAP_FAILED) throw std::runtime_error("mmap failed");
-    if (mprotect(base_ + data_pages * page, page, PROT_NONE) != 0)
-      throw std::runtime_error("mprotect failed");
-    data_ = reinterpret_cast<T*>(base_ + data_pages * page - bytes);
-  }
-  ~GuardedArray() { munmap(base_, map_bytes_); }
-  GuardedArray(const GuardedArray&) = delete;
-  GuardedArray& operator=(const GuardedArray&) = delete;
-  T* data() { return data_; }
-  T& operator[](size_t i) { return data_[i]; }
-
- private:
-  size_t map_bytes_;
-  uint8_t* base_;
-  T* data_;
-};
 
 std::vector<Isa> SupportedPaths() {
   std::vector<Isa> paths;
@@ -130,9 +100,9 @@ TEST(RequantizeEpilogue, EveryPathMatchesTheFormulaOnRandomTiesNaNAndSaturation)
   for (DType type : {DType::kUInt8, DType::kInt8}) {
     for (const EpilogueCase& c : Cases()) {
       for (int zero : {TypeMin(type), TypeMax(type), TypeMin(type) + 128, TypeMin(type) + 3}) {
-        GuardedArray<int32_t> acc(c.rows * c.ld_acc);
-        GuardedArray<float> multipliers(c.multiplier_per_column ? c.cols : 1);
-        GuardedArray<int32_t> bias(c.bias_per_column ? c.cols : 1);
+        GuardedBuffer<int32_t> acc(c.rows * c.ld_acc);
+        GuardedBuffer<float> multipliers(c.multiplier_per_column ? c.cols : 1);
+        GuardedBuffer<int32_t> bias(c.bias_per_column ? c.cols : 1);
         for (int64_t i = 0; i < c.rows * c.ld_acc; ++i) acc[i] = InterestingAcc(rng);
         for (int64_t i = 0; i < (c.multiplier_per_column ? c.cols : 1); ++i)
           multipliers[i] = InterestingMultiplier(rng);
@@ -156,7 +126,7 @@ TEST(RequantizeEpilogue, EveryPathMatchesTheFormulaOnRandomTiesNaNAndSaturation)
         for (Isa isa : SupportedPaths()) {
           SCOPED_TRACE(std::string(IsaName(isa)) + " " + DTypeName(type) + " cols " +
                        std::to_string(c.cols) + " zero " + std::to_string(zero));
-          GuardedArray<uint8_t> out(c.rows * c.ld_out);
+          GuardedBuffer<uint8_t> out(c.rows * c.ld_out);
           std::memset(out.data(), 0xA5, c.rows * c.ld_out);
           RequantizeS32(acc.data(), c.ld_acc, c.rows, c.cols, p, out.data(), c.ld_out, isa);
           ASSERT_EQ(std::vector<uint8_t>(out.data(), out.data() + c.rows * c.ld_out), expected);
@@ -190,9 +160,9 @@ TEST(FloatEpilogue, EveryPathMatchesTheFormulaBitForBit) {
   for (const EpilogueCase& c : Cases()) {
     for (bool acc_bias : {false, true}) {
       const int64_t n = c.cols;
-      GuardedArray<int32_t> acc(c.rows * c.ld_acc);
-      GuardedArray<float> scales(c.multiplier_per_column ? n : 1), bias(c.bias_per_column ? n : 1);
-      GuardedArray<int32_t> int_bias(c.bias_per_column ? n : 1);
+      GuardedBuffer<int32_t> acc(c.rows * c.ld_acc);
+      GuardedBuffer<float> scales(c.multiplier_per_column ? n : 1), bias(c.bias_per_column ? n : 1);
+      GuardedBuffer<int32_t> int_bias(c.bias_per_column ? n : 1);
       for (int64_t i = 0; i < c.rows * c.ld_acc; ++i) acc[i] = InterestingAcc(rng);
       for (int64_t i = 0; i < (c.multiplier_per_column ? n : 1); ++i) scales[i] = scale_dist(rng);
       if (c.multiplier_per_column && n > 3) scales[3] = std::numeric_limits<float>::infinity();
@@ -219,7 +189,7 @@ TEST(FloatEpilogue, EveryPathMatchesTheFormulaBitForBit) {
       }
       for (Isa isa : SupportedPaths()) {
         SCOPED_TRACE(std::string(IsaName(isa)) + " cols " + std::to_string(n));
-        GuardedArray<float> out(c.rows * c.ld_out);
+        GuardedBuffer<float> out(c.rows * c.ld_out);
         std::vector<uint32_t> got(c.rows * c.ld_out, 0xDEADBEEF);
         std::memcpy(out.data(), got.data(), got.size() * sizeof(float));
         ScaleS32ToFloat(acc.data(), c.ld_acc, c.rows, n, p, out.data(), c.ld_out, isa);

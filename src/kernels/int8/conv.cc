@@ -102,7 +102,23 @@ struct Int8Conv::Output {
       params.bias = rq->bias ? rq->bias + o : nullptr;
       RequantizeS32(acc + r * ld_acc, ld_acc, 1, cols, params, q + offset + r * ld, ld);
     }
+    if (clamped) {
+      for (int64_t r = 0; r < rows; ++r) ClampRow(q + offset + r * ld, cols);
+    }
   }
+
+  void ClampRow(uint8_t* row, int64_t cols) const {
+    if (rq->output_type == DType::kInt8) {
+      auto* v = reinterpret_cast<int8_t*>(row);
+      for (int64_t i = 0; i < cols; ++i)
+        v[i] = static_cast<int8_t>(std::clamp<int32_t>(v[i], lo, hi));
+    } else {
+      for (int64_t i = 0; i < cols; ++i)
+        row[i] = static_cast<uint8_t>(std::clamp<int32_t>(row[i], lo, hi));
+    }
+  }
+  bool clamped = false;  // rq's y_min / y_max narrower than the output type
+  int32_t lo = 0, hi = 0;
 };
 
 Int8Conv::Int8Conv(const ConvGeometry& shape, const Int8ConvOperand& w, Isa isa)
@@ -163,9 +179,16 @@ void Int8Conv::RunRequantized(const ConvGeometry& g, const Int8ConvOperand& x,
                               const ConvRequantize& rq, void* y, ThreadPool* pool) const {
   OCTET_CHECK(rq.output_type == DType::kUInt8 || rq.output_type == DType::kInt8,
               "int8 convolution: output type ", DTypeName(rq.output_type), " is not uint8 or int8");
+  const int32_t type_min = rq.output_type == DType::kInt8 ? -128 : 0;
+  OCTET_CHECK(rq.y_min <= rq.y_max && rq.y_max >= type_min && rq.y_min <= type_min + 255,
+              "int8 convolution: output clamp [", rq.y_min, ", ", rq.y_max, "] is empty in ",
+              DTypeName(rq.output_type));
   Output out;
   out.rq = &rq;
   out.q = static_cast<uint8_t*>(y);
+  out.lo = std::max(rq.y_min, type_min);
+  out.hi = std::min(rq.y_max, type_min + 255);
+  out.clamped = out.lo != type_min || out.hi != type_min + 255;
   Run(g, x, out, pool);
 }
 
@@ -297,10 +320,12 @@ void Int8Conv::RunDepthwise(const ConvGeometry& g, const Int8ConvOperand& x, con
   const int32_t x_zero = x.zero ? x.zero[0] : 0;
   const auto* x_bytes = static_cast<const uint8_t*>(x.data);
 #if defined(__x86_64__) || defined(_M_X64)
-  const auto channel_fn =
-      isa_ == Isa::kAvx512Vnni ? conv::DepthwiseChannelAvx512 : conv::DepthwiseChannelScalar;
+  const bool avx512 = isa_ == Isa::kAvx512Vnni;
+  const auto channel_fn = avx512 ? conv::DepthwiseChannelAvx512 : conv::DepthwiseChannelScalar;
+  const auto build_plane = avx512 ? conv::BuildDepthwisePlaneAvx512 : conv::BuildDepthwisePlane;
 #else
   const auto channel_fn = conv::DepthwiseChannelScalar;
+  const auto build_plane = conv::BuildDepthwisePlane;
 #endif
   std::vector<int64_t> tap_offsets(g.kernel_w);
   conv::DepthwiseTapOffsets(g, phase_len, tap_offsets.data());
@@ -311,8 +336,8 @@ void Int8Conv::RunDepthwise(const ConvGeometry& g, const Int8ConvOperand& x, con
     sc.acc.resize(pixels);
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t n = t / g.group, c = t % g.group;
-      conv::BuildDepthwisePlane(g, x_bytes + (n * g.in_channels + c) * in_plane, x.is_signed,
-                                x_zero, sc.plane.data());
+      build_plane(g, x_bytes + (n * g.in_channels + c) * in_plane, x.is_signed, x_zero,
+                  sc.plane.data());
       const conv::DepthwisePlane plane{sc.plane.data(), g.stride_w * phase_len, phase_len,
                                        tap_offsets.data()};
       for (int64_t j = 0; j < out_per_group; ++j) {

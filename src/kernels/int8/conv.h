@@ -25,7 +25,8 @@ namespace octet {
 class ThreadPool;
 
 // The QLinearConv epilogue, per output channel o:
-//   y = requantize(acc + bias[o], multipliers[per_channel ? o : 0], zero_point)
+//   y = clamp(requantize(acc + bias[o], multipliers[per_channel ? o : 0], zero_point),
+//             y_min, y_max)
 // with requantize.h's formula (multiplier = x_scale * w_scale[o] / y_scale).
 struct ConvRequantize {
   const float* multipliers = nullptr;  // out_channels entries when per_channel, else one
@@ -33,6 +34,10 @@ struct ConvRequantize {
   const int32_t* bias = nullptr;  // out_channels entries, or null
   int32_t zero_point = 0;         // within output_type's range
   DType output_type = DType::kUInt8;
+  // Integer clamp of the requantized values (an absorbed Relu / Clip); the
+  // defaults leave the type's full range.
+  int32_t y_min = INT32_MIN;
+  int32_t y_max = INT32_MAX;
 };
 
 class Int8Conv {

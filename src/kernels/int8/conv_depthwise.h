@@ -38,6 +38,9 @@ void BuildDepthwisePlane(const ConvGeometry& g, const uint8_t* channel, bool is_
 void DepthwiseChannelScalar(const ConvGeometry& g, const DepthwisePlane& p, const int32_t* taps,
                             int32_t* out);
 #if defined(__x86_64__) || defined(_M_X64)
+// BuildDepthwisePlane with AVX-512 (stride_w 1 and 2 vectorized; same values).
+void BuildDepthwisePlaneAvx512(const ConvGeometry& g, const uint8_t* channel, bool is_signed,
+                               int32_t x_zero, int32_t* plane);
 void DepthwiseChannelAvx512(const ConvGeometry& g, const DepthwisePlane& p, const int32_t* taps,
                             int32_t* out);
 #endif

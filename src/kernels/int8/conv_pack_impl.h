@@ -159,10 +159,55 @@ inline void BuildRow(const Im2colBlock& b, const uint8_t* channel, int64_t ky, c
   }
 }
 
+#if defined(__AVX512BW__)
+// The 4 x 64 byte interleave: rows r0..r3 (64 columns each) become out[q] =
+// columns 16q..16q+15, 4 bytes (one per row) each. Byte and word unpacks work
+// within 128-bit lanes, then a 4 x 4 transpose of the lanes restores column order.
+inline void Interleave4x64(__m512i r0, __m512i r1, __m512i r2, __m512i r3, __m512i out[4]) {
+  const __m512i lo01 = _mm512_unpacklo_epi8(r0, r1), hi01 = _mm512_unpackhi_epi8(r0, r1);
+  const __m512i lo23 = _mm512_unpacklo_epi8(r2, r3), hi23 = _mm512_unpackhi_epi8(r2, r3);
+  // Lane L of a, b, c, d: columns 16L + 0..3, 4..7, 8..11, 12..15.
+  const __m512i a = _mm512_unpacklo_epi16(lo01, lo23), b = _mm512_unpackhi_epi16(lo01, lo23);
+  const __m512i c = _mm512_unpacklo_epi16(hi01, hi23), d = _mm512_unpackhi_epi16(hi01, hi23);
+  const __m512i ab_lo = _mm512_shuffle_i64x2(a, b, 0x44), ab_hi = _mm512_shuffle_i64x2(a, b, 0xEE);
+  const __m512i cd_lo = _mm512_shuffle_i64x2(c, d, 0x44), cd_hi = _mm512_shuffle_i64x2(c, d, 0xEE);
+  out[0] = _mm512_shuffle_i64x2(ab_lo, cd_lo, 0x88);
+  out[1] = _mm512_shuffle_i64x2(ab_lo, cd_lo, 0xDD);
+  out[2] = _mm512_shuffle_i64x2(ab_hi, cd_hi, 0x88);
+  out[3] = _mm512_shuffle_i64x2(ab_hi, cd_hi, 0xDD);
+}
+
+// Stores the interleaved 64 columns from c0 (c0 a multiple of 64, nr 32): columns
+// c0..c0+31 are the panel at dst, c0+32..c0+63 the next one (only when cols has them).
+inline void StoreInterleaved(const __m512i v[4], int64_t c0, int64_t cols, int64_t panel_stride,
+                             int8_t* dst) {
+  _mm512_storeu_si512(dst, v[0]);
+  _mm512_storeu_si512(dst + 64, v[1]);
+  if (c0 + 64 <= cols) {
+    _mm512_storeu_si512(dst + panel_stride, v[2]);
+    _mm512_storeu_si512(dst + panel_stride + 64, v[3]);
+  }
+}
+#endif
+
 // Writes 4 rows of `cols` bytes (a multiple of nr) as group `group_dst` of the
 // panels: in panel q, column j's 4 bytes at q * panel_stride + j * 4.
 inline void Interleave(const int8_t* rows, int64_t cols, int nr, int64_t panel_stride,
                        int8_t* group_dst) {
+#if defined(__AVX512BW__)
+  if (nr == 32) {
+    for (int64_t c0 = 0; c0 < cols; c0 += 64) {
+      const __mmask64 m = cols - c0 >= 64 ? ~__mmask64{0} : (__mmask64{1} << (cols - c0)) - 1;
+      __m512i v[4];
+      Interleave4x64(_mm512_maskz_loadu_epi8(m, rows + c0),
+                     _mm512_maskz_loadu_epi8(m, rows + cols + c0),
+                     _mm512_maskz_loadu_epi8(m, rows + 2 * cols + c0),
+                     _mm512_maskz_loadu_epi8(m, rows + 3 * cols + c0), v);
+      StoreInterleaved(v, c0, cols, panel_stride, group_dst + (c0 / 32) * panel_stride);
+    }
+    return;
+  }
+#endif
   for (int64_t c0 = 0; c0 < cols; c0 += nr) {
     int8_t* panel = group_dst + (c0 / nr) * panel_stride;
     int j = 0;
@@ -197,17 +242,104 @@ inline void Interleave(const int8_t* rows, int64_t cols, int nr, int64_t panel_s
   }
 }
 
-inline void Pack(const Im2colBlock& b, int8_t* rows, int8_t* packed_b,
-                 int32_t* __restrict col_sum) {
+#if defined(__AVX512VNNI__)
+// Stride 1 with in_w == out_w (1x1 convolutions, "same"-padded k x k): output
+// pixel p of tap (c, ky, kx) reads x[c][p + shift_y * in_w + offset_x], so each
+// im2col row of the block is one shifted run of the input channel, minus the
+// pixels whose input row or column is padding. Those are per-block bit masks
+// (rows: a range per ky; columns: a periodic pattern per kx), so 4 k rows x 64
+// pixels are loaded straight from x, blended with the padding and interleaved in
+// registers: no row scratch, no per-output-row segments.
+inline bool ShiftedRuns(const ConvGeometry& g) {
+  return g.stride_h == 1 && g.stride_w == 1 && g.in_w == g.out_w;
+}
+
+inline void PackShiftedRuns(const Im2colBlock& b, int8_t* packed_b) {
+  const ConvGeometry& g = *b.g;
+  const int64_t in_plane = g.in_h * g.in_w, w = g.in_w;
+  const int64_t k_groups = CeilDiv(b.k, kGroup), cols = b.cols, count = b.count, p0 = b.p0;
+  const int64_t chunks = CeilDiv(cols, 64), panel_stride = k_groups * 32 * kGroup;
+  auto bits = [](int64_t n) {  // the low n bits, n clamped to [0, 64]
+    return n <= 0 ? __mmask64{0} : n >= 64 ? ~__mmask64{0} : (__mmask64{1} << n) - 1;
+  };
+  // Per kx and chunk: pixels whose input column is inside the row.
+  std::vector<__mmask64> column_masks(g.kernel_w * chunks, 0);
+  std::vector<int64_t> offsets_x(g.kernel_w);
+  for (int64_t kx = 0; kx < g.kernel_w; ++kx) {
+    const TapColumn tc = MakeTapColumn(g, kx);
+    offsets_x[kx] = tc.offset;
+    for (int64_t j = 0; j < count; ++j) {
+      const int64_t ox = (p0 + j) % w;
+      if (ox >= tc.lo && ox < tc.hi) column_masks[kx * chunks + j / 64] |= __mmask64{1} << (j % 64);
+    }
+  }
+  // Per ky: the block pixels [first, last) whose input row is inside the image.
+  std::vector<int64_t> shifts_y(g.kernel_h), firsts(g.kernel_h), lasts(g.kernel_h);
+  for (int64_t ky = 0; ky < g.kernel_h; ++ky) {
+    const int64_t shift = ky * g.dilation_h - g.pad_top;
+    const int64_t oy_lo = std::max<int64_t>(0, -shift), oy_hi = std::min(g.out_h, g.in_h - shift);
+    shifts_y[ky] = shift;
+    firsts[ky] = std::clamp(oy_lo * w - p0, int64_t{0}, count);
+    lasts[ky] = std::clamp(oy_hi * w - p0, firsts[ky], count);
+  }
+  const __m512i pads = _mm512_set1_epi8(b.pad), flips = _mm512_set1_epi8(static_cast<char>(b.flip));
+  int64_t c = 0, ky = 0, kx = 0;  // k = (c * kernel_h + ky) * kernel_w + kx
+  for (int64_t group = 0; group < k_groups; ++group) {
+    const uint8_t* src[kGroup];
+    const __mmask64* col_mask[kGroup];
+    int64_t first[kGroup], last[kGroup];
+    for (int i = 0; i < kGroup; ++i) {
+      if (group * kGroup + i >= b.k) {  // padding k: the packed weights are 0 there
+        src[i] = nullptr;
+        continue;
+      }
+      src[i] = b.x_group + c * in_plane + shifts_y[ky] * w + offsets_x[kx] + p0;
+      col_mask[i] = column_masks.data() + kx * chunks;
+      first[i] = firsts[ky];
+      last[i] = lasts[ky];
+      if (++kx == g.kernel_w) {
+        kx = 0;
+        if (++ky == g.kernel_h) {
+          ky = 0;
+          ++c;
+        }
+      }
+    }
+    int8_t* dst = packed_b + group * 32 * kGroup;
+    for (int64_t q = 0; q < chunks; ++q) {
+      const int64_t j = q * 64;
+      // Padding inside the block, 0 in the columns past count.
+      const __m512i fill = _mm512_maskz_mov_epi8(bits(count - j), pads);
+      __m512i r[kGroup];
+      for (int i = 0; i < kGroup; ++i) {
+        if (src[i] == nullptr) {
+          r[i] = _mm512_setzero_si512();
+          continue;
+        }
+        const __mmask64 valid = col_mask[i][q] & bits(last[i] - j) & ~bits(first[i] - j);
+        const __m512i x = _mm512_maskz_loadu_epi8(valid, src[i] + j);
+        r[i] = _mm512_mask_blend_epi8(valid, fill, _mm512_xor_si512(x, flips));
+      }
+      __m512i v[4];
+      Interleave4x64(r[0], r[1], r[2], r[3], v);
+      StoreInterleaved(v, j, cols, panel_stride, dst + (j / 32) * panel_stride);
+    }
+  }
+}
+#endif
+
+// The general packing: each im2col row of the block is built in `rows`
+// (per output row segments), 4 rows at a time interleaved into the panels.
+// Without VNNI the column sums are accumulated here (col_sum non-null).
+inline void PackRows(const Im2colBlock& b, int8_t* rows, int8_t* packed_b,
+                     int32_t* __restrict col_sum) {
   const ConvGeometry& g = *b.g;
   const int64_t in_plane = g.in_h * g.in_w;
   const int64_t k_groups = CeilDiv(b.k, kGroup), cols = b.cols, count = b.count;
   const int64_t oy0 = b.p0 / g.out_w, ox0 = b.p0 % g.out_w;
   std::vector<TapColumn> tap_columns(g.kernel_w);
   for (int64_t kx = 0; kx < g.kernel_w; ++kx) tap_columns[kx] = MakeTapColumn(g, kx);
-#if !defined(__AVX512VNNI__)
-  std::fill_n(col_sum, count, 0);
-#endif
+  if (col_sum != nullptr) std::fill_n(col_sum, count, 0);
   int64_t c = 0, ky = 0,
           kx = 0;  // k = (c * kernel_h + ky) * kernel_w + kx, stepped without divisions
   for (int64_t group = 0; group < k_groups; ++group) {
@@ -220,9 +352,9 @@ inline void Pack(const Im2colBlock& b, int8_t* rows, int8_t* packed_b,
       }
       BuildRow(b, b.x_group + c * in_plane, ky, tap_columns[kx], oy0, ox0, row);
       std::fill(row + count, row + cols, 0);
-#if !defined(__AVX512VNNI__)
-      for (int64_t j = 0; j < count; ++j) col_sum[j] += row[j];
-#endif
+      if (col_sum != nullptr) {
+        for (int64_t j = 0; j < count; ++j) col_sum[j] += row[j];
+      }
       if (++kx == g.kernel_w) {
         kx = 0;
         if (++ky == g.kernel_h) {
@@ -233,11 +365,21 @@ inline void Pack(const Im2colBlock& b, int8_t* rows, int8_t* packed_b,
     }
     Interleave(rows, cols, b.nr, k_groups * b.nr * kGroup, packed_b + group * b.nr * kGroup);
   }
+}
+
+inline void Pack(const Im2colBlock& b, int8_t* rows, int8_t* packed_b, int32_t* col_sum) {
 #if defined(__AVX512VNNI__)
+  // nr is 32 on this path.
+  if (ShiftedRuns(*b.g)) {
+    PackShiftedRuns(b, packed_b);
+  } else {
+    PackRows(b, rows, packed_b, nullptr);
+  }
   // Column sums from the packed panels: vpdpbusd of ones with each group's 4
-  // bytes per column (padding k and columns hold 0). nr is 32 on this path.
+  // bytes per column (padding k and columns hold 0).
+  const int64_t k_groups = CeilDiv(b.k, kGroup);
   const __m512i ones = _mm512_set1_epi8(1);
-  for (int64_t q = 0; q < cols / 32; ++q) {
+  for (int64_t q = 0; q < b.cols / 32; ++q) {
     __m512i sum0 = _mm512_setzero_si512(), sum1 = _mm512_setzero_si512();
     const int8_t* panel = packed_b + q * k_groups * 32 * kGroup;
     for (int64_t group = 0; group < k_groups; ++group) {
@@ -247,6 +389,8 @@ inline void Pack(const Im2colBlock& b, int8_t* rows, int8_t* packed_b,
     _mm512_storeu_si512(col_sum + q * 32, sum0);
     _mm512_storeu_si512(col_sum + q * 32 + 16, sum1);
   }
+#else
+  PackRows(b, rows, packed_b, col_sum);
 #endif
 }
 
