@@ -3,9 +3,10 @@
 The shapes are bench/conv_bench.cc's (typical CNN layers, batch 1): u8 x, s8 weights
 (zero point 0, per-channel scales), int32 bias, u8 output. Each model is built with
 onnx.helper, run in both engines with the same inputs (outputs must be equal, bit for
-bit), then timed: the best of --repeats rounds of --loops session.run calls, as CPU time
-of this process (time.process_time) and wall time. Both include each engine's per-run
-overhead. The machine is shared: compare the columns of one run, not runs.
+bit), then timed: the best of --repeats rounds of --loops session.run calls, the engines
+taking turns round by round, as CPU time of this process (time.process_time) and wall
+time. Both include each engine's per-run overhead. The machine is shared: compare the
+columns of one run, not runs.
 
     .venv/bin/python tools/bench_conv_vs_ort.py [--threads 1] [--loops 20] [--repeats 5]
 """
@@ -72,15 +73,18 @@ def make_model(c, m, group, size, kernel, stride, pad, rng):
     return model.SerializeToString()
 
 
-def best_time(run, loops, repeats):
-    best_cpu = best_wall = float("inf")
+def best_times(runs, loops, repeats):
+    """Best (CPU, wall) seconds per call of each function in `runs`. The engines take
+    turns round by round, so a burst of load from other processes hits both alike."""
+    best = [[float("inf"), float("inf")] for _ in runs]
     for _ in range(repeats):
-        c0, w0 = time.process_time(), time.perf_counter()
-        for _ in range(loops):
-            run()
-        best_cpu = min(best_cpu, (time.process_time() - c0) / loops)
-        best_wall = min(best_wall, (time.perf_counter() - w0) / loops)
-    return best_cpu, best_wall
+        for run, b in zip(runs, best):
+            c0, w0 = time.process_time(), time.perf_counter()
+            for _ in range(loops):
+                run()
+            b[0] = min(b[0], (time.process_time() - c0) / loops)
+            b[1] = min(b[1], (time.perf_counter() - w0) / loops)
+    return best
 
 
 def main():
@@ -110,8 +114,11 @@ def main():
             raise SystemExit(f"{name}: octet differs from ONNX Runtime in {np.sum(want != got)} values")
         out = (size + 2 * pad - kernel) // stride + 1
         gop = 2.0 * m * out * out * (c // group) * kernel * kernel * 1e-9
-        octet_cpu, octet_wall = best_time(lambda: octet_session.run(None, {"x": x}), args.loops, args.repeats)
-        ort_cpu, ort_wall = best_time(lambda: ort_session.run(None, {"x": x}), args.loops, args.repeats)
+        (octet_cpu, octet_wall), (ort_cpu, ort_wall) = best_times(
+            [lambda: octet_session.run(None, {"x": x}), lambda: ort_session.run(None, {"x": x})],
+            args.loops,
+            args.repeats,
+        )
         print(
             f"| {name} | {gop:.3f} | {octet_cpu * 1e6:.0f} | {ort_cpu * 1e6:.0f} | "
             f"{ort_cpu / octet_cpu:.2f}x | {octet_wall * 1e6:.0f} | {ort_wall * 1e6:.0f} |",

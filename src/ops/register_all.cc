@@ -17,6 +17,7 @@ const KernelRegistry& KernelRegistry::Global() {
     RegisterMsQuantMatMulOps(r);
     RegisterShapeOps(r);
     RegisterQLinearBinaryOps(r);
+    RegisterQLinearMiscOps(r);
     return r;
   }();
   return registry;

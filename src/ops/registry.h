@@ -101,6 +101,7 @@ void RegisterFusedConvOps(KernelRegistry& r);     // ops/fused_qdq_conv.cc (rewr
 void RegisterMsQuantMatMulOps(KernelRegistry& r);  // ops/dynamic_quant_matmul.cc (com.microsoft)
 void RegisterShapeOps(KernelRegistry& r);         // ops/shape_ops.cc (movement ops, any dtype)
 void RegisterQLinearBinaryOps(KernelRegistry& r);  // ops/qlinear_binary.cc (ms QLinearAdd/Mul)
+void RegisterQLinearMiscOps(KernelRegistry& r);  // ops/qlinear_misc.cc (ms QLinearConcat/Softmax/...)
 
 // Helpers for KernelDef::accepts.
 bool OneOf(DType t, std::initializer_list<DType> allowed);

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <iostream>
 #include <sstream>
+#include <vector>
 
 #include "rewrite/qdq_activation.h"
 #include "rewrite/qdq_binary.h"
@@ -21,11 +22,13 @@ bool EnvIs(const char* name, const char* value) {
 }
 
 QdqReport RunQdqPasses(Graph& graph) {
+  // ORT's S8-to-U8 choice is made on the graph as written, before any pass edits it.
+  const std::vector<bool> ort_uint8_values = FindOrtUint8Values(graph);
   QdqReport report = FuseQdqMatMul(graph);
   FuseQdqConv(graph, report);
   AbsorbQdqActivations(graph, report);
   ElideQdqAroundMovement(graph, report);
-  FuseQdqBinary(graph, report);
+  FuseQdqBinary(graph, report, ort_uint8_values);
   return report;
 }
 

@@ -63,7 +63,9 @@ Builder ConvGroup(bool per_channel = true, bool bias = true) {
   b.Init<int8_t>("w", {kOut, 4, 3, 3}, -3);
   if (per_channel) {
     b.Init<float>("sw", {kOut}, 0.25f);  // 0.25, 1.25, ...: sx * sw is exact
-    b.Init<float>("sb", {kOut}, 0.125f);
+    Tensor sb(DType::kFloat32, {kOut});
+    for (int64_t o = 0; o < kOut; ++o) sb.data<float>()[o] = 0.5f * (0.25f + static_cast<float>(o));
+    b.g.SetInitializer(b.V("sb"), std::move(sb));
   } else {
     b.Init<float>("sw", {}, 0.25f);
     b.Init<float>("sb", {}, 0.125f);

@@ -72,8 +72,8 @@ std::vector<SgemmPath> SupportedPaths() {
 
 enum class Packing { kNone, kA, kB };
 
-std::vector<float> Run(const Problem& p, SgemmPath path, Packing packing, ThreadPool* pool,
-                       int64_t ldc_pad = 0) {
+std::vector<float> RunSgemm(const Problem& p, SgemmPath path, Packing packing, ThreadPool* pool,
+                            int64_t ldc_pad = 0) {
   const int64_t ldc = p.N + ldc_pad;
   std::vector<float> c(p.M * ldc, -7.f);  // garbage the product must overwrite
   SgemmPacked packed_a = SgemmPackA(p.a.data(), p.M, p.K, p.lda, path);
@@ -111,7 +111,7 @@ TEST(Sgemm, MatchesDoubleAndFmaChainOnEveryPathAndThreadCount) {
       for (Packing packing : {Packing::kNone, Packing::kA, Packing::kB})
         for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool2, &pool3}) {
           if (packing == Packing::kNone && path != SgemmPathFor(ActiveIsa())) continue;
-          const std::vector<float> c = Run(p, path, packing, pool, /*ldc_pad=*/2);
+          const std::vector<float> c = RunSgemm(p, path, packing, pool, /*ldc_pad=*/2);
           EXPECT_TRUE(SameBits(c, chain))
               << SgemmPathName(path) << " " << s[0] << "x" << s[1] << "x" << s[2] << " packing "
               << int(packing) << " threads " << (pool ? pool->num_threads() : 1);
@@ -126,7 +126,7 @@ TEST(Sgemm, LargeEnoughToSplitAcrossThreads) {
   ThreadPool pool2(2), pool3(3);
   for (SgemmPath path : SupportedPaths())
     for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool2, &pool3})
-      EXPECT_TRUE(SameBits(Run(p, path, Packing::kB, pool), chain)) << SgemmPathName(path);
+      EXPECT_TRUE(SameBits(RunSgemm(p, path, Packing::kB, pool), chain)) << SgemmPathName(path);
 }
 
 TEST(Sgemm, EmptyShapes) {

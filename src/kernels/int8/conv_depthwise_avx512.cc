@@ -2,6 +2,10 @@
 // accumulators, kept in registers across all taps (vpmaddwd + vpaddd per tap
 // and 16 pixels; |x - x_zero| * |w - w_zero| <= 255 * 255, int32 wrap-around
 // like the scalar kernel).
+// GCC 12.2 warns falsely about the _mm512_undefined_* pass-through operand of
+// unpack/cvt intrinsics (GCC bug 105593, fixed in 12.3).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 #include <immintrin.h>
 
 #include <algorithm>

@@ -39,4 +39,14 @@ int32_t QLinearMulArithmetic::operator()(int32_t a, int32_t b) const {
   return ConvertLikeCvtps2dq(product + c_zero_);
 }
 
+QdqFloatBinaryArithmetic::QdqFloatBinaryArithmetic(const ScalarQParams& a, const ScalarQParams& b,
+                                                   const ScalarQParams& c, bool is_add)
+    : a_(a), b_(b), c_(c), is_add_(is_add) {}
+
+int32_t QdqFloatBinaryArithmetic::operator()(int32_t a, int32_t b) const {
+  const float x = DequantizeValue(a, a_);
+  const float y = DequantizeValue(b, b_);
+  return QuantizeValue(is_add_ ? x + y : x * y, c_);
+}
+
 }  // namespace octet

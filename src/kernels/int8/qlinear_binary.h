@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "core/dtype.h"
+#include "rewrite/qdq_util.h"
 
 namespace octet {
 
@@ -50,6 +51,21 @@ class QLinearMulArithmetic {
  private:
   int32_t a_zero_, b_zero_;
   float ratio_, c_zero_;
+};
+
+// DequantizeLinear(a), DequantizeLinear(b) -> Add | Mul -> QuantizeLinear as ONNX Runtime
+// runs the three nodes when it does not fuse them: float(q - zero) * scale for each input,
+// one float32 add or multiply, then QuantizeLinear (divide, clamp, round half to even,
+// + zero). a, b and the result are 8-bit values of the types in the parameters.
+class QdqFloatBinaryArithmetic {
+ public:
+  QdqFloatBinaryArithmetic(const ScalarQParams& a, const ScalarQParams& b, const ScalarQParams& c,
+                           bool is_add);
+  int32_t operator()(int32_t a, int32_t b) const;
+
+ private:
+  ScalarQParams a_, b_, c_;
+  bool is_add_;
 };
 
 // cvtps2dq: round half to even; NaN and values outside int32 give INT32_MIN.
