@@ -104,14 +104,6 @@ constexpr int64_t kMinBlockRows = 128;
 constexpr int64_t kMinParallelMacs = int64_t{2} << 20;
 constexpr int64_t kMinParallelOutputs = 32 * 1024;
 
-void RunParallel(ThreadPool* pool, int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
-  if (pool != nullptr) {
-    pool->ParallelFor(n, fn);
-  } else if (n > 0) {
-    fn(0, n);
-  }
-}
-
 }  // namespace
 
 PackedMatMulB PackMatMulB(const Tensor& b) {
@@ -184,7 +176,7 @@ void RunIntMatMul(const MatMulShape& s, const Tensor& a, const MatMulZeroPoints&
         k0 += packed.K;
       }
       if (out == nullptr) {
-        RunParallel(
+        ParallelFor(
             rows * s.n >= kMinParallelOutputs ? pool : nullptr, rows,
             [&](int64_t r0, int64_t r1) { epilogue(entry, row0 + r0, r1 - r0, acc + r0 * s.n); });
       }

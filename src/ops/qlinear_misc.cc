@@ -10,10 +10,11 @@
 //   polynomial, not exp), LeakyRelu's `v >= 0 ? v : alpha * v`.
 //
 //   Softmax uses a float table of exp values built in double (SoftmaxExpTable below)
-//   and requantizes each value with `nearbyintf(vt * floor(1 / y_scale) / sum) + y_zero`,
-//   saturating only above 255; for int8 the result is then truncated to 8 bits, so
-//   ORT's int8 output wraps (a probability of 1 with y_zero -128 gives -128). octet
-//   reproduces that wrap because the task is ORT's bits.
+//   and requantizes each value as `nearbyintf(vt * floor(1 / y_scale) / sum) + y_zero`
+//   through x86's float -> integer conversions: uint8 saturates only above 255 (an
+//   overflowing product converts to 0, giving y_zero), int8 adds in int32 with
+//   wrap-around and saturates to [-128, 127]. The int8 clamp was found by experiment
+//   with ORT 1.31.1 (its published source truncates to 8 bits instead).
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -268,7 +269,7 @@ void SoftmaxRow(const T* x, T* y, int64_t length, int64_t stride, const ExpTable
     } else {
       const int32_t v = static_cast<int32_t>(
           static_cast<uint32_t>(TruncateToInt32LikeX86(rounded)) + static_cast<uint32_t>(y_zero));
-      y[d * stride] = static_cast<int8_t>(v > 255 ? 255 : v);  // wraps like ORT
+      y[d * stride] = static_cast<int8_t>(std::clamp(v, -128, 127));
     }
   }
 }

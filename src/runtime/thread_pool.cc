@@ -88,4 +88,12 @@ void ThreadPool::WorkerLoop(int index) {
   }
 }
 
+void ParallelFor(ThreadPool* pool, int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
+  if (pool != nullptr) {
+    pool->ParallelFor(n, fn);
+  } else if (n > 0) {
+    fn(0, n);
+  }
+}
+
 }  // namespace octet

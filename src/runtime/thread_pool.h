@@ -42,4 +42,7 @@ class ThreadPool {
   bool stop_ = false;
 };
 
+// pool->ParallelFor(n, fn), or fn(0, n) on the caller when pool is null.
+void ParallelFor(ThreadPool* pool, int64_t n, const std::function<void(int64_t, int64_t)>& fn);
+
 }  // namespace octet

@@ -158,14 +158,56 @@ TEST(QLinearBinaryTest, RewriteMakesOneQLinearAdd) {
   EXPECT_EQ(n.outputs, std::vector<int>{g.FindValue("y")});
 }
 
-TEST(QLinearBinaryTest, RewriteRefusesMixedTypes) {
+// ORT's binary selector wants one type: with u8 A and s8 B it keeps DQ -> Add -> Q in float,
+// and octet computes those float steps on the 8-bit tensors.
+TEST(QLinearBinaryTest, RewriteKeepsFloatStepsForMixedTypes) {
   Graph g = AddGroup(DType::kInt8);
   QdqReport report;
-  FuseQdqBinary(g, report);
+  FuseQdqBinary(g, report, FindOrtUint8Values(g));
   EXPECT_EQ(report.groups, 1);
-  EXPECT_EQ(report.claimed, 0);
-  EXPECT_EQ((report.refused[{"binary_types_differ", "Add"}]), 1);
-  EXPECT_EQ(g.nodes.size(), 4u);
+  EXPECT_EQ(report.claimed, 1);
+  ASSERT_EQ(g.nodes.size(), 1u);
+  EXPECT_EQ(g.nodes[0].domain, kOctetDomain);
+  EXPECT_EQ(g.nodes[0].op_type, kQdqAddOp);
+  EXPECT_EQ(g.nodes[0].GetString("arithmetic", ""), "float");
+}
+
+// x (s8) -> Q -> q -> DQ -> Add: ORT moves q to uint8 only while the DQ is q's one
+// consumer and that DQ has one consumer (EnsureUniqueDQForNodeUnit copies it otherwise).
+TEST(QLinearBinaryTest, OrtUint8ValuesNeedASingleEdge) {
+  for (const int dq_consumers : {1, 2}) {
+    Graph g;
+    auto value = [&g](const std::string& name) {
+      const int id = g.FindValue(name);
+      return id >= 0 ? id : g.AddValue(name);
+    };
+    auto node = [&](const std::string& op, std::vector<std::string> in, const std::string& out) {
+      Node n;
+      n.name = op + std::to_string(g.nodes.size());
+      n.op_type = op;
+      n.domain = kOnnxDomain;
+      n.opset = 21;
+      for (const auto& i : in) n.inputs.push_back(value(i));
+      n.outputs = {value(out)};
+      g.values[value(out)].producer = static_cast<int>(g.nodes.size());
+      g.nodes.push_back(n);
+    };
+    g.inputs.push_back(value("x"));
+    g.values[value("x")].dtype = DType::kFloat32;
+    g.SetInitializer(value("s"), int_test::Scalar(0.05f));
+    g.SetInitializer(value("z"), ZeroPoints(DType::kInt8, {}, {-3}));
+    node("QuantizeLinear", {"x", "s", "z"}, "q");
+    node("DequantizeLinear", {"q", "s", "z"}, "d");
+    node("Relu", {"d"}, "r0");
+    g.outputs.push_back(value("r0"));
+    if (dq_consumers == 2) {
+      node("Relu", {"d"}, "r1");
+      g.outputs.push_back(value("r1"));
+    }
+    const std::vector<bool> moved = FindOrtUint8Values(g);
+    EXPECT_EQ(moved[value("q")], dq_consumers == 1) << dq_consumers;
+    EXPECT_FALSE(moved[value("d")]);
+  }
 }
 
 }  // namespace

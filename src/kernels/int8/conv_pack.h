@@ -25,13 +25,43 @@ struct Im2colBlock {
   int nr;
   uint8_t flip;  // 0x80 for uint8 x, 0 for int8
   int8_t pad;    // x zero point in the B domain
+  // The group's phase planes (BuildPhasePlanesAvx512Vnni), or null to read x_group.
+  const uint8_t* phases = nullptr;
 };
+
+// Phase planes, the AVX-512 VNNI packer's view of a strided input: per input
+// channel c and stride phase (ry, rx), plane row i, column j holds
+// x[c][i * stride_h + ry][j * stride_w + rx], rows out_w bytes apart, so every
+// tap reads one shifted run of a plane (conv_pack_impl.h). Bytes per plane:
+inline int64_t PhasePlaneSize(const ConvGeometry& g) {
+  return (g.in_h + g.stride_h - 1) / g.stride_h * g.out_w;
+}
+
+// Whether the packer takes the phase planes for g: not needed for stride 1 with
+// in_w == out_w (x itself has row pitch out_w), and only when no tap reads a
+// plane column at or past out_w (true for the usual padded strided layers).
+inline bool UsesPhasePlanes(const ConvGeometry& g) {
+  if (g.stride_h == 1 && g.stride_w == 1 && g.in_w == g.out_w) return false;
+  for (int64_t kx = 0; kx < g.kernel_w; ++kx) {
+    const int64_t offset = kx * g.dilation_w - g.pad_left;
+    const int64_t rx = ((offset % g.stride_w) + g.stride_w) % g.stride_w;
+    const int64_t shift = (offset - rx) / g.stride_w;
+    const int64_t phase_cols = (g.in_w - rx + g.stride_w - 1) / g.stride_w;
+    if (shift > 0 && phase_cols > g.out_w) return false;
+  }
+  return true;
+}
 
 // Writes ceil(k / 4) groups of cols / nr panels to packed_b (panel stride
 // ceil(k / 4) * nr * 4 bytes) and col_sum[j] = sum over k of the packed values
 // of column j (j < count). rows: 4 * cols bytes of scratch.
 void PackIm2col(const Im2colBlock& b, int8_t* rows, int8_t* packed_b, int32_t* col_sum);
 #if defined(__x86_64__) || defined(_M_X64)
+// Fills the phase planes of `channels` input channels from x_group
+// (channels * stride_h * stride_w * PhasePlaneSize(g) bytes; plane columns at or
+// past the phase's width are left as they are: the packer never reads them).
+void BuildPhasePlanesAvx512Vnni(const ConvGeometry& g, const uint8_t* x_group, int64_t channels,
+                                uint8_t* planes);
 void PackIm2colAvx512Vnni(const Im2colBlock& b, int8_t* rows, int8_t* packed_b, int32_t* col_sum);
 #endif
 

@@ -8,6 +8,11 @@
 
 namespace octet::conv {
 
+void BuildPhasePlanesAvx512Vnni(const ConvGeometry& g, const uint8_t* x_group, int64_t channels,
+                                uint8_t* planes) {
+  BuildPhasePlanes(g, x_group, channels, planes);
+}
+
 void PackIm2colAvx512Vnni(const Im2colBlock& b, int8_t* rows, int8_t* packed_b, int32_t* col_sum) {
   Pack(b, rows, packed_b, col_sum);
 }

@@ -243,42 +243,59 @@ inline void Interleave(const int8_t* rows, int64_t cols, int nr, int64_t panel_s
 }
 
 #if defined(__AVX512VNNI__)
-// Stride 1 with in_w == out_w (1x1 convolutions, "same"-padded k x k): output
-// pixel p of tap (c, ky, kx) reads x[c][p + shift_y * in_w + offset_x], so each
-// im2col row of the block is one shifted run of the input channel, minus the
-// pixels whose input row or column is padding. Those are per-block bit masks
-// (rows: a range per ky; columns: a periodic pattern per kx), so 4 k rows x 64
-// pixels are loaded straight from x, blended with the padding and interleaved in
-// registers: no row scratch, no per-output-row segments.
+// Shifted runs. With stride 1 and in_w == out_w (1x1 convolutions, "same"-padded
+// k x k), output pixel p of tap (c, ky, kx) reads x[c][p + shift_y * in_w +
+// offset_x]: each im2col row of the block is one shifted run of the input
+// channel, minus the pixels whose input row or column is padding. Those are
+// per-block bit masks (rows: a range per ky; columns: a periodic pattern per
+// kx), so 4 k rows x 64 pixels are loaded straight from x, blended with the
+// padding and interleaved in registers: no row scratch, no per-row segments.
+// Other strides (and valid padding) reach the same form through the phase
+// planes (conv_pack.h): plane (c, ry, rx) row i, column j holds x[c][i * stride_h
+// + ry][j * stride_w + rx] with row pitch out_w, so tap (ky, kx) reads plane
+// (c, ry, rx) at p + sy * out_w + sx, (sy, ry) = divmod(ky * dilation_h -
+// pad_top, stride_h) and (sx, rx) likewise.
 inline bool ShiftedRuns(const ConvGeometry& g) {
   return g.stride_h == 1 && g.stride_w == 1 && g.in_w == g.out_w;
 }
 
+inline int64_t FloorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
 inline void PackShiftedRuns(const Im2colBlock& b, int8_t* packed_b) {
   const ConvGeometry& g = *b.g;
-  const int64_t in_plane = g.in_h * g.in_w, w = g.in_w;
+  const int64_t w = g.out_w;  // row pitch of the source
   const int64_t k_groups = CeilDiv(b.k, kGroup), cols = b.cols, count = b.count, p0 = b.p0;
   const int64_t chunks = CeilDiv(cols, 64), panel_stride = k_groups * 32 * kGroup;
   auto bits = [](int64_t n) {  // the low n bits, n clamped to [0, 64]
     return n <= 0 ? __mmask64{0} : n >= 64 ? ~__mmask64{0} : (__mmask64{1} << n) - 1;
   };
-  // Per kx and chunk: pixels whose input column is inside the row.
+  // The source of tap (c, ky, kx): channel c's plane for (ry, rx), at shift_y * w + shift_x.
+  const bool phases = b.phases != nullptr;
+  const int64_t plane_size = phases ? PhasePlaneSize(g) : g.in_h * g.in_w;
+  const int64_t planes_per_channel = phases ? g.stride_h * g.stride_w : 1;
+  const uint8_t* const source = phases ? b.phases : b.x_group;
+  // Per kx: the plane column offset, and per chunk the pixels whose input column
+  // is inside the row.
   std::vector<__mmask64> column_masks(g.kernel_w * chunks, 0);
   std::vector<int64_t> offsets_x(g.kernel_w);
   for (int64_t kx = 0; kx < g.kernel_w; ++kx) {
     const TapColumn tc = MakeTapColumn(g, kx);
-    offsets_x[kx] = tc.offset;
+    const int64_t sx = FloorDiv(tc.offset, g.stride_w), rx = tc.offset - sx * g.stride_w;
+    offsets_x[kx] = phases ? rx * plane_size + sx : tc.offset;
     for (int64_t j = 0; j < count; ++j) {
       const int64_t ox = (p0 + j) % w;
       if (ox >= tc.lo && ox < tc.hi) column_masks[kx * chunks + j / 64] |= __mmask64{1} << (j % 64);
     }
   }
-  // Per ky: the block pixels [first, last) whose input row is inside the image.
-  std::vector<int64_t> shifts_y(g.kernel_h), firsts(g.kernel_h), lasts(g.kernel_h);
+  // Per ky: the plane row offset and the block pixels [first, last) whose input
+  // row is inside the image.
+  std::vector<int64_t> offsets_y(g.kernel_h), firsts(g.kernel_h), lasts(g.kernel_h);
   for (int64_t ky = 0; ky < g.kernel_h; ++ky) {
-    const int64_t shift = ky * g.dilation_h - g.pad_top;
-    const int64_t oy_lo = std::max<int64_t>(0, -shift), oy_hi = std::min(g.out_h, g.in_h - shift);
-    shifts_y[ky] = shift;
+    const int64_t offset = ky * g.dilation_h - g.pad_top;
+    const int64_t sy = FloorDiv(offset, g.stride_h), ry = offset - sy * g.stride_h;
+    offsets_y[ky] = phases ? ry * g.stride_w * plane_size + sy * w : offset * w;
+    const int64_t oy_lo = std::min(g.out_h, offset >= 0 ? 0 : CeilDiv(-offset, g.stride_h));
+    const int64_t oy_hi = std::clamp<int64_t>(CeilDiv(g.in_h - offset, g.stride_h), oy_lo, g.out_h);
     firsts[ky] = std::clamp(oy_lo * w - p0, int64_t{0}, count);
     lasts[ky] = std::clamp(oy_hi * w - p0, firsts[ky], count);
   }
@@ -293,7 +310,7 @@ inline void PackShiftedRuns(const Im2colBlock& b, int8_t* packed_b) {
         src[i] = nullptr;
         continue;
       }
-      src[i] = b.x_group + c * in_plane + shifts_y[ky] * w + offsets_x[kx] + p0;
+      src[i] = source + c * planes_per_channel * plane_size + offsets_y[ky] + offsets_x[kx] + p0;
       col_mask[i] = column_masks.data() + kx * chunks;
       first[i] = firsts[ky];
       last[i] = lasts[ky];
@@ -323,6 +340,34 @@ inline void PackShiftedRuns(const Im2colBlock& b, int8_t* packed_b) {
       __m512i v[4];
       Interleave4x64(r[0], r[1], r[2], r[3], v);
       StoreInterleaved(v, j, cols, panel_stride, dst + (j / 32) * panel_stride);
+    }
+  }
+}
+#endif
+
+#if defined(__AVX512VNNI__)
+inline void BuildPhasePlanes(const ConvGeometry& g, const uint8_t* x_group, int64_t channels,
+                             uint8_t* planes) {
+  const int64_t plane_size = PhasePlaneSize(g), in_plane = g.in_h * g.in_w;
+  const int64_t sh = g.stride_h, sw = g.stride_w;
+  for (int64_t c = 0; c < channels; ++c) {
+    for (int64_t ry = 0; ry < sh; ++ry) {
+      const int64_t rows = std::max<int64_t>(0, CeilDiv(g.in_h - ry, sh));
+      for (int64_t rx = 0; rx < sw; ++rx) {
+        const int64_t n = std::clamp<int64_t>(CeilDiv(g.in_w - rx, sw), 0, g.out_w);
+        uint8_t* plane = planes + ((c * sh + ry) * sw + rx) * plane_size;
+        for (int64_t i = 0; i < rows; ++i) {
+          const uint8_t* src = x_group + c * in_plane + (i * sh + ry) * g.in_w + rx;
+          uint8_t* dst = plane + i * g.out_w;
+          if (sw == 1) {
+            std::copy_n(src, n, dst);
+          } else if (sw == 2) {
+            SegmentStride2Avx512(src, 0, n, n, 0, 0, reinterpret_cast<int8_t*>(dst));
+          } else {
+            for (int64_t j = 0; j < n; ++j) dst[j] = src[j * sw];
+          }
+        }
+      }
     }
   }
 }
@@ -370,7 +415,7 @@ inline void PackRows(const Im2colBlock& b, int8_t* rows, int8_t* packed_b,
 inline void Pack(const Im2colBlock& b, int8_t* rows, int8_t* packed_b, int32_t* col_sum) {
 #if defined(__AVX512VNNI__)
   // nr is 32 on this path.
-  if (ShiftedRuns(*b.g)) {
+  if (b.phases != nullptr || ShiftedRuns(*b.g)) {
     PackShiftedRuns(b, packed_b);
   } else {
     PackRows(b, rows, packed_b, nullptr);

@@ -56,14 +56,6 @@ Scratch& ThreadScratch() {
   return scratch;
 }
 
-void RunParallel(ThreadPool* pool, int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
-  if (pool != nullptr) {
-    pool->ParallelFor(n, fn);
-  } else if (n > 0) {
-    fn(0, n);
-  }
-}
-
 }  // namespace
 
 void GemmS32(int64_t M, const Int8Operand& A, const int32_t* a_zero, bool a_zero_per_row,
@@ -110,7 +102,7 @@ void GemmS32(int64_t M, const Int8Operand& A, const int32_t* a_zero, bool a_zero
 
   // Pack A (parallel over row panels) with its row sums and zero points in the A domain.
   const int32_t a_shift = A.is_signed == s.a_unsigned ? (A.is_signed ? 128 : -128) : 0;
-  RunParallel(pool, m_panels, [&](int64_t p0, int64_t p1) {
+  ParallelFor(pool, m_panels, [&](int64_t p0, int64_t p1) {
     const int64_t r0 = p0 * s.mr, r1 = std::min(p1 * s.mr, M);
     gemm::PackA(A, r0, r1, K, s, sc.packed_a.data(), sc.row_neg_sum.data());
     for (int64_t m = r0; m < r1; ++m) {
@@ -127,7 +119,7 @@ void GemmS32(int64_t M, const Int8Operand& A, const int32_t* a_zero, bool a_zero
   const int64_t m_blocks = (m_panels + mc - 1) / mc, n_blocks = (n_panels + nc - 1) / nc;
   const int8_t* packed_b = b.data.data<int8_t>();
 
-  RunParallel(pool, m_blocks * n_blocks, [&](int64_t t0, int64_t t1) {
+  ParallelFor(pool, m_blocks * n_blocks, [&](int64_t t0, int64_t t1) {
     alignas(64) int32_t edge[gemm::kMaxRows * gemm::kMaxCols];
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t mp0 = (t / n_blocks) * mc, mp1 = std::min(mp0 + mc, m_panels);
