@@ -280,7 +280,9 @@ class QLinearSoftmaxKernel : public OpKernel {
     const Node& node = init.node;
     OCTET_CHECK(node.FindAttribute("opset"), node.Describe(), ": attribute 'opset' is required");
     opset_ = node.GetInt("opset", 13);
-    axis_ = node.GetInt("axis", opset_ < 13 ? 1 : -1);
+    // The schema's default (-1) fills a missing axis before ORT's kernel looks, so its
+    // opset-dependent default (1 below 13) never applies.
+    axis_ = node.GetInt("axis", -1);
   }
 
   void Run(KernelContext& ctx) override {
@@ -321,10 +323,7 @@ class QLinearSoftmaxKernel : public OpKernel {
                      y_scale_inverse, y_zero, node);
       }
     };
-    if (ctx.pool())
-      ctx.pool()->ParallelFor(outer * inner, rows);
-    else
-      rows(0, outer * inner);
+    ParallelFor(ctx.pool(), outer * inner, rows);
   }
 
  private:

@@ -5,10 +5,12 @@ The single-node cases feed full 256 x 256 grids of input pairs (every (a, b) com
 through each broadcast path ORT distinguishes (both inputs vectors; A or B the single value of
 a broadcast span) with random scales and zero points, u8 and s8."""
 
+import os
 import re
 
 import numpy as np
 import onnxruntime as ort
+import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
@@ -204,23 +206,123 @@ def test_qdq_binary_fused(op, dtype, layout, qdq_debug, capfd):
 
 
 @pytest.mark.parametrize("case, why", [
-    ("types_differ", "binary_types_differ"), ("per_axis", "binary_dq_param_not_scalar"),
-    ("float_out", "binary_not_requantized")])
+    ("per_axis", "binary_dq_param_not_scalar"), ("float_out", "binary_not_requantized")])
 @pytest.mark.parametrize("op", ["Add", "Mul"])
 def test_qdq_binary_refused(op, case, why, qdq_debug, capfd):
     rng = np.random.default_rng(5)
     scales, zeros = params(rng, np.uint8)
     model = qdq_binary_model(op, np.uint8, [3, 4], [3, 4], scales, zeros,
-                             b_type=np.int8 if case == "types_differ" else None,
                              per_axis_b=case == "per_axis", requantize=case != "float_out")
-    b_type = np.int8 if case == "types_differ" else np.uint8
-    feeds = {"A": random_q(rng, np.uint8, [3, 4]), "B": random_q(rng, b_type, [3, 4])}
-    zeros[1] = 0 if case == "types_differ" else zeros[1]
+    feeds = {"A": random_q(rng, np.uint8, [3, 4]), "B": random_q(rng, np.uint8, [3, 4])}
     (ours,), report = run_octet(model, feeds, capfd)
     assert re.findall(r"qdq_refused why=(\S+) op=" + op, report) == [why], report
     assert re.search(r"qdq_groups=1 claimed=0", report), report
     theirs = run_ort(model, feeds, DISABLED)[0]
     assert ours.dtype == theirs.dtype and np.array_equal(ours, theirs)
+
+
+@pytest.mark.parametrize("op", ["Add", "Mul"])
+def test_qdq_binary_types_differ_float_steps(op, qdq_debug, capfd):
+    """u8 A, s8 B: ORT's selector wants one type and keeps DQ -> op -> Q in float; octet runs
+    those float steps on the 8-bit tensors (octet.QdqAdd/QdqMul, arithmetic=float)."""
+    rng = np.random.default_rng(5)
+    a, b = grid_inputs(np.uint8, "vectors")
+    b = (b.astype(np.int16) - 128).astype(np.int8)
+    for trial in range(4):
+        scales, zeros = params(rng, np.uint8)
+        zeros[1] -= 128
+        model = qdq_binary_model(op, np.uint8, list(a.shape), list(b.shape), scales, zeros,
+                                 b_type=np.int8)
+        if trial == 0:
+            assert not ort_fuses(model, False)
+        (ours,), report = run_octet(model, feeds := {"A": a, "B": b}, capfd)
+        assert "qdq_refused" not in report and "qdq_groups=1 claimed=1" in report, report
+        for level in (ALL, DISABLED):
+            assert_same(ours, run_ort(model, feeds, level)[0], "%s trial %d" % (op, trial))
+
+
+# --- ORT's S8-to-U8 move (QDQS8ToU8Transformer) decides whether it fuses ----------------------
+#
+# Each input comes from float -> QuantizeLinear(s8) -> DequantizeLinear, and the output goes
+# to DequantizeLinear -> float graph output. "moved": the Q's one consumer is a DQ with one
+# consumer, so ORT moves the pair to uint8 (zero point + 128); "shared": the DQ has a second
+# consumer, so it stays int8; "const": a constant int8 B (ORT leaves it int8). ORT fuses only
+# when the three types it then sees are equal.
+
+def context_model(op, a_ctx, b_ctx, c_ctx, scales, zeros, b_const=None):
+    f, i8 = TensorProto.FLOAT, TensorProto.INT8
+    inits = []
+    for tag, s, z in zip("abc", scales, zeros):
+        inits += [numpy_helper.from_array(np.array(s, np.float32), "s" + tag),
+                  numpy_helper.from_array(np.array(z, np.int8), "z" + tag)]
+    nodes, inputs, outputs = [], [], []
+    for tag, ctx in (("a", a_ctx), ("b", b_ctx)):
+        if ctx == "const":
+            inits.append(numpy_helper.from_array(b_const, "q" + tag))
+        else:
+            inputs.append(helper.make_tensor_value_info("x" + tag, f, None))
+            nodes.append(helper.make_node("QuantizeLinear", ["x" + tag, "s" + tag, "z" + tag],
+                                          ["q" + tag]))
+        nodes.append(helper.make_node("DequantizeLinear", ["q" + tag, "s" + tag, "z" + tag],
+                                      ["d" + tag]))
+        if ctx == "shared":
+            nodes.append(helper.make_node("Relu", ["d" + tag], ["r" + tag]))
+            outputs.append(helper.make_tensor_value_info("r" + tag, f, None))
+    nodes += [helper.make_node(op, ["da", "db"], ["sum"], name="bin"),
+              helper.make_node("QuantizeLinear", ["sum", "sc", "zc"], ["qc"]),
+              helper.make_node("DequantizeLinear", ["qc", "sc", "zc"], ["y"])]
+    outputs.insert(0, helper.make_tensor_value_info("y", f, None))
+    if c_ctx == "shared":
+        nodes.append(helper.make_node("DequantizeLinear", ["qc", "sc", "zc"], ["y2"]))
+        outputs.append(helper.make_tensor_value_info("y2", f, None))
+    graph = helper.make_graph(nodes, "g", inputs, outputs, inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)],
+                             ir_version=10).SerializeToString()
+
+
+@pytest.mark.parametrize("c_ctx", ["moved", "shared"])
+@pytest.mark.parametrize("b_ctx", ["moved", "shared", "const"])
+@pytest.mark.parametrize("a_ctx", ["moved", "shared"])
+@pytest.mark.parametrize("op", ["Add", "Mul"])
+def test_qdq_binary_in_s8_to_u8_context(op, a_ctx, b_ctx, c_ctx, qdq_debug, capfd):
+    rng = np.random.default_rng(hash((op, a_ctx, b_ctx, c_ctx)) % 2**32)
+    codes_a, codes_b = grid_inputs(np.int8, "vectors")
+    moved = {"moved": True, "shared": False, "const": False}
+    ort_should_fuse = len({moved[a_ctx], moved[b_ctx], moved[c_ctx]}) == 1
+    for trial in range(4):
+        scales, zeros = params(rng, np.int8)
+        # Float inputs that quantize back to every code: (q - z) * s in float32.
+        feeds = {}
+        for tag, codes, s, z in (("a", codes_a, scales[0], zeros[0]),
+                                 ("b", codes_b, scales[1], zeros[1])):
+            feeds["x" + tag] = (codes.astype(np.float32) - np.float32(z)) * np.float32(s)
+        if b_ctx == "const":
+            del feeds["xb"]
+            feeds["xa"] = feeds["xa"][:256 * 4]
+        model = context_model(op, a_ctx, b_ctx, c_ctx, scales, zeros,
+                              b_const=codes_b[:256 * 4].astype(np.int8))
+        if trial == 0:
+            assert ort_fuses_binary(model) == ort_should_fuse
+        ours, report = run_octet(model, feeds, capfd)
+        assert "qdq_refused" not in report, report
+        theirs = run_ort(model, feeds, ALL)
+        for mine, ref in zip(ours, theirs):
+            assert mine.dtype == ref.dtype and mine.shape == ref.shape
+            bad = np.flatnonzero(mine.view(np.uint32) != ref.view(np.uint32))
+            assert bad.size == 0, "%s %s/%s/%s trial %d: %d of %d differ" % (
+                op, a_ctx, b_ctx, c_ctx, trial, bad.size, mine.size)
+
+
+def ort_fuses_binary(model):
+    """Whether ORT_ENABLE_ALL (default session options) makes a QLinearAdd/QLinearMul."""
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ALL
+    path = os.path.join(os.environ.get("TMPDIR", "/tmp"), "octet_binary_opt_%d.onnx" % os.getpid())
+    options.optimized_model_filepath = path
+    ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+    ops = [n.op_type for n in onnx.load(path).graph.node]
+    os.remove(path)
+    return any(o in ("QLinearAdd", "QLinearMul") for o in ops)
 
 
 def test_qdq_binary_shared_dq_kept(qdq_debug, capfd):

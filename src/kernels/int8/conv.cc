@@ -71,7 +71,8 @@ struct Scratch {
   std::vector<uint8_t> packed_b;
   std::vector<int8_t> rows;  // 4 im2col rows of the block
   std::vector<int32_t> col_sum, col_term, col_zb, acc;
-  std::vector<int32_t> plane;  // depthwise input channel
+  std::vector<int32_t> plane;   // depthwise input channel
+  std::vector<uint8_t> phases;  // the group's phase planes (conv_pack.h)
 };
 Scratch& ThreadScratch() {
   thread_local Scratch scratch;
@@ -244,6 +245,7 @@ void Int8Conv::RunGemm(const ConvGeometry& g, const Int8ConvOperand& x, const Ou
   const uint8_t* packed_w = packed_w_.data();
 #if defined(__x86_64__) || defined(_M_X64)
   const auto pack = isa_ == Isa::kAvx512Vnni ? conv::PackIm2colAvx512Vnni : conv::PackIm2col;
+  const bool phase_planes = isa_ == Isa::kAvx512Vnni && conv::UsesPhasePlanes(g);
 #else
   const auto pack = conv::PackIm2col;
 #endif
@@ -263,15 +265,23 @@ void Int8Conv::RunGemm(const ConvGeometry& g, const Int8ConvOperand& x, const Ou
       sc.rows.resize(kGroup * cols);
       sc.col_sum.resize(cols);
       auto* packed_b = reinterpret_cast<int8_t*>(sc.packed_b.data());
-      const conv::Im2colBlock block{&g,
-                                    x_bytes + (n * g.in_channels + gi * in_per_group) * in_plane,
-                                    k_,
-                                    p0,
-                                    count,
-                                    cols,
-                                    s.nr,
-                                    flip,
-                                    static_cast<int8_t>(zb)};
+      conv::Im2colBlock block{&g,
+                              x_bytes + (n * g.in_channels + gi * in_per_group) * in_plane,
+                              k_,
+                              p0,
+                              count,
+                              cols,
+                              s.nr,
+                              flip,
+                              static_cast<int8_t>(zb)};
+#if defined(__x86_64__) || defined(_M_X64)
+      if (phase_planes) {
+        sc.phases.resize(in_per_group * g.stride_h * g.stride_w * conv::PhasePlaneSize(g));
+        conv::BuildPhasePlanesAvx512Vnni(g, block.x_group, in_per_group, p0, count,
+                                         sc.phases.data());
+        block.phases = sc.phases.data();
+      }
+#endif
       pack(block, sc.rows.data(), packed_b, sc.col_sum.data());
       sc.col_term.resize(cols);
       sc.col_zb.assign(cols, zb);

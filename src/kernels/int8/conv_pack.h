@@ -58,10 +58,11 @@ inline bool UsesPhasePlanes(const ConvGeometry& g) {
 void PackIm2col(const Im2colBlock& b, int8_t* rows, int8_t* packed_b, int32_t* col_sum);
 #if defined(__x86_64__) || defined(_M_X64)
 // Fills the phase planes of `channels` input channels from x_group
-// (channels * stride_h * stride_w * PhasePlaneSize(g) bytes; plane columns at or
-// past the phase's width are left as they are: the packer never reads them).
+// (channels * stride_h * stride_w * PhasePlaneSize(g) bytes), the rows that
+// output pixels [p0, p0 + count) read; other rows, and plane columns at or past
+// the phase's width, are left as they are: the packer never reads them.
 void BuildPhasePlanesAvx512Vnni(const ConvGeometry& g, const uint8_t* x_group, int64_t channels,
-                                uint8_t* planes);
+                                int64_t p0, int64_t count, uint8_t* planes);
 void PackIm2colAvx512Vnni(const Im2colBlock& b, int8_t* rows, int8_t* packed_b, int32_t* col_sum);
 #endif
 

@@ -9,8 +9,8 @@
 namespace octet::conv {
 
 void BuildPhasePlanesAvx512Vnni(const ConvGeometry& g, const uint8_t* x_group, int64_t channels,
-                                uint8_t* planes) {
-  BuildPhasePlanes(g, x_group, channels, planes);
+                                int64_t p0, int64_t count, uint8_t* planes) {
+  BuildPhasePlanes(g, x_group, channels, p0, count, planes);
 }
 
 void PackIm2colAvx512Vnni(const Im2colBlock& b, int8_t* rows, int8_t* packed_b, int32_t* col_sum) {

@@ -282,9 +282,9 @@ inline void PackShiftedRuns(const Im2colBlock& b, int8_t* packed_b) {
     const TapColumn tc = MakeTapColumn(g, kx);
     const int64_t sx = FloorDiv(tc.offset, g.stride_w), rx = tc.offset - sx * g.stride_w;
     offsets_x[kx] = phases ? rx * plane_size + sx : tc.offset;
-    for (int64_t j = 0; j < count; ++j) {
-      const int64_t ox = (p0 + j) % w;
+    for (int64_t j = 0, ox = p0 % w; j < count; ++j) {
       if (ox >= tc.lo && ox < tc.hi) column_masks[kx * chunks + j / 64] |= __mmask64{1} << (j % 64);
+      if (++ox == w) ox = 0;
     }
   }
   // Per ky: the plane row offset and the block pixels [first, last) whose input
@@ -347,16 +347,21 @@ inline void PackShiftedRuns(const Im2colBlock& b, int8_t* packed_b) {
 
 #if defined(__AVX512VNNI__)
 inline void BuildPhasePlanes(const ConvGeometry& g, const uint8_t* x_group, int64_t channels,
-                             uint8_t* planes) {
+                             int64_t p0, int64_t count, uint8_t* planes) {
   const int64_t plane_size = PhasePlaneSize(g), in_plane = g.in_h * g.in_w;
   const int64_t sh = g.stride_h, sw = g.stride_w;
+  // The plane rows the block's output rows [oy0, oy1) read: i = oy + sy for the
+  // row shifts sy of ky = 0 and ky = kernel_h - 1.
+  const int64_t oy0 = p0 / g.out_w, oy1 = (p0 + count - 1) / g.out_w + 1;
+  const int64_t i0 = oy0 + FloorDiv(-g.pad_top, sh);
+  const int64_t i1 = oy1 + FloorDiv((g.kernel_h - 1) * g.dilation_h - g.pad_top, sh);
   for (int64_t c = 0; c < channels; ++c) {
     for (int64_t ry = 0; ry < sh; ++ry) {
       const int64_t rows = std::max<int64_t>(0, CeilDiv(g.in_h - ry, sh));
       for (int64_t rx = 0; rx < sw; ++rx) {
         const int64_t n = std::clamp<int64_t>(CeilDiv(g.in_w - rx, sw), 0, g.out_w);
         uint8_t* plane = planes + ((c * sh + ry) * sw + rx) * plane_size;
-        for (int64_t i = 0; i < rows; ++i) {
+        for (int64_t i = std::max<int64_t>(i0, 0); i < std::min(i1, rows); ++i) {
           const uint8_t* src = x_group + c * in_plane + (i * sh + ry) * g.in_w + rx;
           uint8_t* dst = plane + i * g.out_w;
           if (sw == 1) {
