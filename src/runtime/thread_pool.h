@@ -3,8 +3,10 @@
 // (fixed block sizes), so outputs never depend on the thread count.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -24,22 +26,29 @@ class ThreadPool {
 
   // Calls fn(begin, end) over a partition of [0, n) into at most num_threads()
   // contiguous chunks and waits for all of them. Exceptions thrown by fn are
-  // rethrown here (the first one).
+  // rethrown here (the first one). Not reentrant: one ParallelFor at a time.
   void ParallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& fn);
 
  private:
   void WorkerLoop(int index);
 
   std::vector<std::thread> workers_;
-  std::mutex mu_;
-  std::condition_variable work_cv_, done_cv_;
+  // The current job; written by ParallelFor before `generation_` is bumped and
+  // read by workers after they see the new generation.
   const std::function<void(int64_t, int64_t)>* job_ = nullptr;
   int64_t job_n_ = 0;
   int job_chunks_ = 0;
-  uint64_t generation_ = 0;
-  int remaining_ = 0;
-  std::exception_ptr error_;
-  bool stop_ = false;
+  std::atomic<uint64_t> generation_{0};
+  // Workers that have not yet finished the current job (every worker reports,
+  // whether or not it had a chunk, so a job's fields are never overwritten
+  // while a worker may still read them).
+  std::atomic<int> remaining_{0};
+  std::atomic<bool> stop_{false};
+  // Sleeping after a short spin keeps back-to-back kernels from paying a
+  // futex wake-up each, without burning a core between runs.
+  std::mutex mu_;
+  std::condition_variable work_cv_, done_cv_;
+  std::exception_ptr error_;  // guarded by mu_
 };
 
 // pool->ParallelFor(n, fn), or fn(0, n) on the caller when pool is null.
