@@ -8,6 +8,34 @@ std::string NormalizeDomain(const std::string& domain) {
   return domain.empty() ? std::string(kOnnxDomain) : domain;
 }
 
+Attribute Attribute::Int(int64_t value) {
+  Attribute a;
+  a.kind = Kind::kInt;
+  a.i = value;
+  return a;
+}
+
+Attribute Attribute::Float(float value) {
+  Attribute a;
+  a.kind = Kind::kFloat;
+  a.f = value;
+  return a;
+}
+
+Attribute Attribute::String(std::string value) {
+  Attribute a;
+  a.kind = Kind::kString;
+  a.s = std::move(value);
+  return a;
+}
+
+Attribute Attribute::Ints(std::vector<int64_t> values) {
+  Attribute a;
+  a.kind = Kind::kInts;
+  a.ints = std::move(values);
+  return a;
+}
+
 const Attribute* Node::FindAttribute(const std::string& attr_name) const {
   auto it = attributes.find(attr_name);
   return it == attributes.end() ? nullptr : &it->second;

@@ -28,7 +28,7 @@ struct Dim {
 
 struct Value {
   std::string name;
-  DType dtype = DType::kUndefined;       // kUndefined when the model does not say
+  DType dtype = DType::kUndefined;        // kUndefined when the model does not say
   std::optional<std::vector<Dim>> shape;  // nullopt when the rank is unknown
   const Tensor* initializer = nullptr;    // points into Graph::initializers
   int producer = -1;                      // node index, -1 for inputs/initializers
@@ -44,13 +44,18 @@ struct Attribute {
   std::vector<float> floats;
   std::vector<int64_t> ints;
   std::vector<std::string> strings;
+
+  static Attribute Int(int64_t value);
+  static Attribute Float(float value);
+  static Attribute String(std::string value);
+  static Attribute Ints(std::vector<int64_t> values);
 };
 
 struct Node {
   std::string name;
   std::string op_type;
-  std::string domain;  // normalized, see kOnnxDomain
-  int opset = 0;       // the model's opset import for `domain`
+  std::string domain;        // normalized, see kOnnxDomain
+  int opset = 0;             // the model's opset import for `domain`
   std::vector<int> inputs;   // value ids; -1 for an omitted optional input
   std::vector<int> outputs;  // value ids; -1 for an omitted optional output
   std::map<std::string, Attribute> attributes;
@@ -69,7 +74,7 @@ struct Node {
 struct Graph {
   std::vector<Value> values;
   std::vector<Node> nodes;  // in topological order after Graph::TopologicalSort
-  std::vector<int> inputs;   // graph inputs that are not initializers
+  std::vector<int> inputs;  // graph inputs that are not initializers
   std::vector<int> outputs;
   std::map<std::string, int> opset_imports;  // normalized domain -> version
   // Owned constant tensors, keyed by value id. std::map keeps addresses stable.

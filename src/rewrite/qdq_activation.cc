@@ -147,8 +147,10 @@ void AbsorbQdqActivations(Graph& g, QdqReport& report) {
       report.Refuse("activation_requantizes", act_node);
       continue;
     }
-    SetIntAttribute(f, "y_min", std::max<int64_t>(f.GetInt("y_min", QMin(y.type)), y_min));
-    SetIntAttribute(f, "y_max", std::min<int64_t>(f.GetInt("y_max", QMax(y.type)), y_max));
+    f.attributes["y_min"] =
+        Attribute::Int(std::max<int64_t>(f.GetInt("y_min", QMin(y.type)), y_min));
+    f.attributes["y_max"] =
+        Attribute::Int(std::min<int64_t>(f.GetInt("y_max", QMax(y.type)), y_max));
     f.outputs[0] = g.nodes[q].outputs[0];
     removed[dq] = removed[act] = removed[q] = true;
     report.Fuse(act_node, std::string("clamp [") + std::to_string(y_min) + ", " +

@@ -131,15 +131,9 @@ void FuseQdqBinary(Graph& g, QdqReport& report, const std::vector<bool>& ort_uin
     } else {
       fused.op_type = op.op_type == "Add" ? kQdqAddOp : kQdqMulOp;
       fused.domain = kOctetDomain;
-      Attribute arithmetic;
-      arithmetic.kind = Attribute::Kind::kString;
-      arithmetic.s = ort_fuses ? "qlinear" : "float";
-      fused.attributes["arithmetic"] = arithmetic;
-      Attribute shift;
-      shift.kind = Attribute::Kind::kInts;
-      shift.ints = {shift_a, shift_b, shift_c};
-      if (ort_fuses) fused.attributes["shift"] = shift;
-      SetIntAttribute(fused, "y_type", static_cast<int64_t>(c.type));
+      fused.attributes["arithmetic"] = Attribute::String(ort_fuses ? "qlinear" : "float");
+      if (ort_fuses) fused.attributes["shift"] = Attribute::Ints({shift_a, shift_b, shift_c});
+      fused.attributes["y_type"] = Attribute::Int(static_cast<int64_t>(c.type));
       became = std::string(kOctetDomain) + "." + fused.op_type +
                (ort_fuses ? " (int8 output; QLinear arithmetic on ORT's uint8 form)"
                           : " (int8 output; float steps: ORT keeps DQ -> " + op.op_type + " -> Q)");

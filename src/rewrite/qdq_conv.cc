@@ -142,7 +142,7 @@ ConvClaim TryClaim(const Graph& g, int conv_index, const std::vector<std::vector
   f.inputs[kFusedConvYScale] = q.inputs[1];
   f.inputs[kFusedConvYZero] = InputAt(q, 2);
   f.inputs[kFusedConvBias] = bias;
-  SetIntAttribute(f, "y_type", static_cast<int64_t>(out_type));
+  f.attributes["y_type"] = Attribute::Int(static_cast<int64_t>(out_type));
   f.outputs = {q.outputs[0]};
   return claim;
 }

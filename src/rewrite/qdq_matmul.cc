@@ -154,20 +154,14 @@ Claim TryClaim(const Graph& g, int mm_index, const std::vector<std::vector<int>>
   f.inputs[kFusedWScale] = w.scale;
   f.inputs[kFusedWZero] = w.zero;
   f.inputs[kFusedBias] = bias;
-  auto int_attr = [&f](const char* name, int64_t value) {
-    Attribute a;
-    a.kind = Attribute::Kind::kInt;
-    a.i = value;
-    f.attributes[name] = a;
-  };
-  int_attr("x_axis", x_axis);
-  int_attr("x_rank", x_rank);
-  int_attr("trans_b", trans_b);
+  f.attributes["x_axis"] = Attribute::Int(x_axis);
+  f.attributes["x_rank"] = Attribute::Int(x_rank);
+  f.attributes["trans_b"] = Attribute::Int(trans_b);
   if (claim.removed_q >= 0) {
     const Node& q = g.nodes[claim.removed_q];
     f.inputs[kFusedYScale] = q.inputs[1];
     f.inputs[kFusedYZero] = InputAt(q, 2);
-    int_attr("y_type", static_cast<int64_t>(out_type));
+    f.attributes["y_type"] = Attribute::Int(static_cast<int64_t>(out_type));
     f.outputs = {q.outputs[0]};
   } else {
     f.outputs = {product};

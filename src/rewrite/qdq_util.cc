@@ -175,11 +175,4 @@ void DropUnreadDequantize(Graph& g) {
   RemoveNodes(g, drop);
 }
 
-void SetIntAttribute(Node& n, const char* name, int64_t value) {
-  Attribute a;
-  a.kind = Attribute::Kind::kInt;
-  a.i = value;
-  n.attributes[name] = a;
-}
-
 }  // namespace octet

@@ -79,7 +79,5 @@ void RemoveNodes(Graph& g, const std::vector<bool>& removed);
 // recomputes every value's producer.
 void DropUnreadDequantize(Graph& g);
 
-// Sets an int attribute on a node.
-void SetIntAttribute(Node& n, const char* name, int64_t value);
 
 }  // namespace octet

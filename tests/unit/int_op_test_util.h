@@ -87,25 +87,6 @@ inline Tensor RunNode(const std::string& op, int opset,
   return ctx.outputs()[0];
 }
 
-inline Attribute IntsAttr(std::vector<int64_t> v) {
-  Attribute a;
-  a.kind = Attribute::Kind::kInts;
-  a.ints = std::move(v);
-  return a;
-}
-inline Attribute IntAttr(int64_t v) {
-  Attribute a;
-  a.kind = Attribute::Kind::kInt;
-  a.i = v;
-  return a;
-}
-inline Attribute StringAttr(std::string v) {
-  Attribute a;
-  a.kind = Attribute::Kind::kString;
-  a.s = std::move(v);
-  return a;
-}
-
 // Rounds half to even by comparing with the floor (no reliance on the FPU mode).
 inline double RoundHalfEven(double v) {
   const double r = std::floor(v);

@@ -15,13 +15,10 @@ namespace {
 using int_test::ExpectedRequant;
 using int_test::ExpectError;
 using int_test::Int8At;
-using int_test::IntAttr;
-using int_test::IntsAttr;
 using int_test::MakeTensor;
 using int_test::RandomInt8;
 using int_test::RunNode;
 using int_test::Scalar;
-using int_test::StringAttr;
 using int_test::TypeMax;
 using int_test::TypeMin;
 using int_test::ZeroPoints;
@@ -38,11 +35,11 @@ struct ConvCase {
   }
   std::map<std::string, Attribute> Attributes() const {
     std::map<std::string, Attribute> a;
-    if (group != 1) a["group"] = IntAttr(group);
-    if (!strides.empty()) a["strides"] = IntsAttr(strides);
-    if (!dilations.empty()) a["dilations"] = IntsAttr(dilations);
-    if (!pads.empty()) a["pads"] = IntsAttr(pads);
-    if (!auto_pad.empty()) a["auto_pad"] = StringAttr(auto_pad);
+    if (group != 1) a["group"] = Attribute::Int(group);
+    if (!strides.empty()) a["strides"] = Attribute::Ints(strides);
+    if (!dilations.empty()) a["dilations"] = Attribute::Ints(dilations);
+    if (!pads.empty()) a["pads"] = Attribute::Ints(pads);
+    if (!auto_pad.empty()) a["auto_pad"] = Attribute::String(auto_pad);
     return a;
   }
 };
@@ -304,7 +301,7 @@ TEST(ConvInteger, OnnxBackendTestCases) {
   const Tensor w2 = MakeTensor<uint8_t>({2, 1, 2, 2}, std::vector<uint8_t>(8, 1));
   const Tensor y =
       RunNode("ConvInteger", 10, {x, w2, Scalar<uint8_t>(1), MakeTensor<uint8_t>({2}, {0, 1})},
-              {{"pads", IntsAttr({1, 1, 1, 1})}});
+              {{"pads", Attribute::Ints({1, 1, 1, 1})}});
   EXPECT_EQ(y.shape(), (Shape{1, 2, 4, 4}));
   std::vector<int64_t> want = {1, 3, 5, 3, 5, 12, 16, 9, 11, 24, 28, 15, 7, 15, 17, 9};
   want.resize(32, 0);
@@ -343,16 +340,16 @@ TEST(IntegerConv, ErrorsNameTheNode) {
              MakeTensor<int8_t>({1, 1, 1, 1, 1}, {0}), {});
       },
       {node, "3-D convolution is not supported"});
-  ExpectError([&] { conv(x, w, {{"group", IntAttr(2)}}); }, {node, "group 2"});
-  ExpectError([&] { conv(x, w, {{"group", IntAttr(0)}}); }, {node, "group must be >= 1"});
-  ExpectError([&] { conv(x, w, {{"kernel_shape", IntsAttr({2, 2})}}); }, {node, "kernel_shape"});
-  ExpectError([&] { conv(x, w, {{"auto_pad", StringAttr("SAME")}}); }, {node, "auto_pad 'SAME'"});
-  ExpectError([&] { conv(x, w, {{"strides", IntsAttr({1})}}); }, {node, "strides"});
-  ExpectError([&] { conv(x, w, {{"strides", IntsAttr({0, 1})}}); }, {node, "strides must be"});
-  ExpectError([&] { conv(x, w, {{"pads", IntsAttr({1, 1, -1, 0})}}); }, {node, "pads"});
+  ExpectError([&] { conv(x, w, {{"group", Attribute::Int(2)}}); }, {node, "group 2"});
+  ExpectError([&] { conv(x, w, {{"group", Attribute::Int(0)}}); }, {node, "group must be >= 1"});
+  ExpectError([&] { conv(x, w, {{"kernel_shape", Attribute::Ints({2, 2})}}); }, {node, "kernel_shape"});
+  ExpectError([&] { conv(x, w, {{"auto_pad", Attribute::String("SAME")}}); }, {node, "auto_pad 'SAME'"});
+  ExpectError([&] { conv(x, w, {{"strides", Attribute::Ints({1})}}); }, {node, "strides"});
+  ExpectError([&] { conv(x, w, {{"strides", Attribute::Ints({0, 1})}}); }, {node, "strides must be"});
+  ExpectError([&] { conv(x, w, {{"pads", Attribute::Ints({1, 1, -1, 0})}}); }, {node, "pads"});
   ExpectError(
       [&] {
-        conv(x, w, {{"dilations", IntsAttr({3, 3})}});
+        conv(x, w, {{"dilations", Attribute::Ints({3, 3})}});
       },
       {node, "smaller than the dilated kernel size 7"});
   ExpectError(

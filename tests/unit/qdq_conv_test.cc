@@ -74,18 +74,14 @@ Builder ConvGroup(bool per_channel = true, bool bias = true) {
   b.Init<float>("sy", {}, 0.75f);
   b.Init<uint8_t>("zy", {}, 3);
   b.Add("DequantizeLinear", {"x", "sx", "zx"}, "xd");
-  b.Add("DequantizeLinear", {"w", "sw"}, "wd").attributes["axis"] =
-      Attribute{Attribute::Kind::kInt, 0};
+  b.Add("DequantizeLinear", {"w", "sw"}, "wd").attributes["axis"] = Attribute::Int(0);
   std::vector<std::string> conv_in = {"xd", "wd"};
   if (bias) {
-    b.Add("DequantizeLinear", {"bias", "sb"}, "bd").attributes["axis"] =
-        Attribute{Attribute::Kind::kInt, 0};
+    b.Add("DequantizeLinear", {"bias", "sb"}, "bd").attributes["axis"] = Attribute::Int(0);
     conv_in.push_back("bd");
   }
   Node& conv = b.Add("Conv", conv_in, "c", "conv");
-  conv.attributes["pads"] = Attribute{};
-  conv.attributes["pads"].kind = Attribute::Kind::kInts;
-  conv.attributes["pads"].ints = {1, 1, 1, 1};
+  conv.attributes["pads"] = Attribute::Ints({1, 1, 1, 1});
   b.Add("QuantizeLinear", {"c", "sy", "zy"}, "y", "q");
   b.g.outputs.push_back(b.V("y"));
   return b;

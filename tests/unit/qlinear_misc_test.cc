@@ -19,7 +19,6 @@ namespace {
 
 using int_test::ExpectError;
 using int_test::Int8At;
-using int_test::IntAttr;
 using int_test::MakeTensor;
 using int_test::RandomInt8;
 using int_test::Scalar;
@@ -124,7 +123,7 @@ TEST(QLinearConcat, CopiesMatchingInputsAndRequantizesOthers) {
                   {Scalar(y_scale), ZeroPoints(type, {}, {y_zero}), a, Scalar(y_scale),
                    ZeroPoints(type, {}, {y_zero}), b, Scalar(b_scale),
                    ZeroPoints(type, {}, {b_zero}), c, Scalar(0.2f), ZeroPoints(type, {}, {0})},
-                  {{"axis", IntAttr(-2)}});
+                  {{"axis", Attribute::Int(-2)}});
     ASSERT_EQ(y.shape(), (Shape{2, 3, 3}));
     for (int64_t o = 0; o < 2; ++o) {
       for (int64_t k = 0; k < 3; ++k) EXPECT_EQ(Int8At(y, o * 9 + k), Int8At(a, o * 3 + k));
@@ -144,7 +143,7 @@ TEST(QLinearConcat, RefusesMismatchedShapes) {
                   {Scalar(0.1f), ZeroPoints(DType::kUInt8, {}, {0}), x2, Scalar(0.1f),
                    ZeroPoints(DType::kUInt8, {}, {0}), x3, Scalar(0.1f),
                    ZeroPoints(DType::kUInt8, {}, {0})},
-                  {{"axis", IntAttr(1)}});
+                  {{"axis", Attribute::Int(1)}});
       },
       {"QLinearConcat", "com.microsoft", "does not match"});
 }
@@ -171,7 +170,7 @@ TEST(QLinearSoftmax, FollowsTheRealSoftmaxAlongTheAxisOfEachConvention) {
       const Tensor y = RunMsNode("QLinearSoftmax",
                                  {x, Scalar(x_scale), ZeroPoints(type, {}, {0}), Scalar(y_scale),
                                   ZeroPoints(type, {}, {y_zero})},
-                                 {{"opset", IntAttr(opset)}, {"axis", IntAttr(1)}});
+                                 {{"opset", Attribute::Int(opset)}, {"axis", Attribute::Int(1)}});
       int checked = 0;
       for (int64_t o = 0; o < 3; ++o) {
         for (int64_t i = 0; i < (opset == 13 ? 5 : 1); ++i) {
@@ -193,13 +192,13 @@ TEST(QLinearSoftmax, SaturatesACertainProbabilityInInt8) {
   const Tensor y = RunMsNode("QLinearSoftmax",
                              {x, Scalar(0.25f), ZeroPoints(DType::kInt8, {}, {0}),
                               Scalar(1.f / 128), ZeroPoints(DType::kInt8, {}, {-128})},
-                             {{"opset", IntAttr(13)}});
+                             {{"opset", Attribute::Int(13)}});
   EXPECT_EQ(Int8At(y, 0), 0);  // 1 * 128 - 128
   EXPECT_EQ(Int8At(y, 1), 0);
   const Tensor z = RunMsNode("QLinearSoftmax",
                              {x, Scalar(0.25f), ZeroPoints(DType::kInt8, {}, {0}),
                               Scalar(1.f / 200), ZeroPoints(DType::kInt8, {}, {-28})},
-                             {{"opset", IntAttr(13)}});
+                             {{"opset", Attribute::Int(13)}});
   EXPECT_EQ(Int8At(z, 0), 127);  // 200 - 28 = 172
 }
 

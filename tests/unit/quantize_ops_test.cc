@@ -22,7 +22,6 @@
 namespace octet {
 namespace {
 
-using int_test::IntAttr;
 using int_test::MakeTensor;
 using int_test::RoundHalfEven;
 using int_test::Scalar;
@@ -135,7 +134,7 @@ int64_t ExpectedQuantize(float x, float s, int64_t zp, Range r) {
 
 std::map<std::string, Attribute> Attrs(std::initializer_list<std::pair<const char*, int64_t>> kv) {
   std::map<std::string, Attribute> m;
-  for (const auto& [k, v] : kv) m[k] = IntAttr(v);
+  for (const auto& [k, v] : kv) m[k] = Attribute::Int(v);
   return m;
 }
 

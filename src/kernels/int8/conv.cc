@@ -30,6 +30,9 @@ using gemm::TileShape;
 constexpr int64_t kPackBytes = 192 * 1024;
 constexpr int64_t kMaxBlockPixels = 256;
 constexpr int64_t kKcGroups = 512 / kGroup;
+// Output channels are computed kAccChunkBytes of int32 accumulators at a time
+// (at least one row panel) and requantized at once, before they leave L1.
+constexpr int64_t kAccChunkBytes = 16 * 1024;
 // With fewer than kMinItems (batch, group, pixel block) items, the output
 // channels are split too, so small images still spread over threads.
 constexpr int64_t kMinItems = 4;
@@ -291,33 +294,40 @@ void Int8Conv::RunGemm(const ConvGeometry& g, const Int8ConvOperand& x, const Ou
                                  static_cast<uint32_t>(k_) * static_cast<uint32_t>(zb));
       }
 
-      // acc (rows m0..m1 of the group x cols) = W_group * packed block.
-      sc.acc.resize((m1 - m0) * cols);
+      // Rows m0..m1 of the group x cols = W_group * packed block, a chunk of
+      // rows at a time, each written out (requantized) while its accumulators
+      // are still in L1.
       const int64_t o_base = gi * out_per_group;
-      const int64_t kc = m1 - m0 <= s.mr ? std::max<int64_t>(kg, 1) : kKcGroups;
-      for (int64_t g0 = 0; g0 < std::max<int64_t>(kg, 1); g0 += kc) {
-        const int64_t groups = std::min(kc, kg - g0);
-        const bool first = g0 == 0, last = g0 + kc >= kg;
-        for (int64_t q = 0; q < panels; ++q) {
-          for (int64_t m = m0; m < m1; m += s.mr) {
-            const int rows = static_cast<int>(std::min<int64_t>(s.mr, out_per_group - m));
-            TileArgs args;
-            args.a = packed_w + ((o_base + m) * kg + g0 * rows) * kGroup;
-            args.b = packed_b + (q * kg + g0) * s.nr * kGroup;
-            args.k_groups = groups;
-            args.c = sc.acc.data() + (m - m0) * cols + q * s.nr;
-            args.ldc = cols;
-            args.accumulate = !first;
-            args.row_neg_za = last ? row_neg_za_.data() + o_base + m : nullptr;
-            args.row_neg_sum = row_neg_sum_.data() + o_base + m;
-            args.col_term = sc.col_term.data() + q * s.nr;
-            args.col_zb = sc.col_zb.data() + q * s.nr;
-            tile(rows, args);
+      const int64_t chunk_rows =
+          std::max<int64_t>(s.mr, kAccChunkBytes / (cols * 4) / s.mr * s.mr);
+      sc.acc.resize(std::min(chunk_rows, m1 - m0) * cols);
+      for (int64_t c0 = m0; c0 < m1; c0 += chunk_rows) {
+        const int64_t c1 = std::min(m1, c0 + chunk_rows);
+        const int64_t kc = c1 - c0 <= s.mr ? std::max<int64_t>(kg, 1) : kKcGroups;
+        for (int64_t g0 = 0; g0 < std::max<int64_t>(kg, 1); g0 += kc) {
+          const int64_t groups = std::min(kc, kg - g0);
+          const bool first = g0 == 0, last = g0 + kc >= kg;
+          for (int64_t q = 0; q < panels; ++q) {
+            for (int64_t m = c0; m < c1; m += s.mr) {
+              const int rows = static_cast<int>(std::min<int64_t>(s.mr, out_per_group - m));
+              TileArgs args;
+              args.a = packed_w + ((o_base + m) * kg + g0 * rows) * kGroup;
+              args.b = packed_b + (q * kg + g0) * s.nr * kGroup;
+              args.k_groups = groups;
+              args.c = sc.acc.data() + (m - c0) * cols + q * s.nr;
+              args.ldc = cols;
+              args.accumulate = !first;
+              args.row_neg_za = last ? row_neg_za_.data() + o_base + m : nullptr;
+              args.row_neg_sum = row_neg_sum_.data() + o_base + m;
+              args.col_term = sc.col_term.data() + q * s.nr;
+              args.col_zb = sc.col_zb.data() + q * s.nr;
+              tile(rows, args);
+            }
           }
         }
+        out.Write(sc.acc.data(), cols, o_base + c0, c1 - c0, count,
+                  (n * g.out_channels + o_base + c0) * pixels + p0, pixels);
       }
-      out.Write(sc.acc.data(), cols, o_base + m0, m1 - m0, count,
-                (n * g.out_channels + o_base + m0) * pixels + p0, pixels);
     }
   });
 }
@@ -326,30 +336,34 @@ void Int8Conv::RunDepthwise(const ConvGeometry& g, const Int8ConvOperand& x, con
                             ThreadPool* pool) const {
   const int64_t pixels = g.out_h * g.out_w, in_plane = g.in_h * g.in_w;
   const int64_t out_per_group = g.out_channels / g.group, taps = g.kernel_h * g.kernel_w;
-  const int64_t phase_len = conv::DepthwisePhaseLength(g);
+  const int64_t phase_len = conv::DepthwisePhaseLength(g), row_len = g.stride_w * phase_len;
   const int32_t x_zero = x.zero ? x.zero[0] : 0;
   const auto* x_bytes = static_cast<const uint8_t*>(x.data);
-#if defined(__x86_64__) || defined(_M_X64)
-  const bool avx512 = isa_ == Isa::kAvx512Vnni;
-  const auto channel_fn = avx512 ? conv::DepthwiseChannelAvx512 : conv::DepthwiseChannelScalar;
-  const auto build_plane = avx512 ? conv::BuildDepthwisePlaneAvx512 : conv::BuildDepthwisePlane;
-#else
-  const auto channel_fn = conv::DepthwiseChannelScalar;
-  const auto build_plane = conv::BuildDepthwisePlane;
-#endif
   std::vector<int64_t> tap_offsets(g.kernel_w);
   conv::DepthwiseTapOffsets(g, phase_len, tap_offsets.data());
+#if defined(__x86_64__) || defined(_M_X64)
+  const bool vnni = isa_ == Isa::kAvx512Vnni;
+  const auto build_plane = vnni ? conv::BuildDepthwisePlaneAvx512 : conv::BuildDepthwisePlane;
+  const auto channel_fn = vnni ? conv::DepthwiseChannelAvx512Vnni : conv::DepthwiseChannelScalar;
+#else
+  const bool vnni = false;
+  const auto build_plane = conv::BuildDepthwisePlane;
+  const auto channel_fn = conv::DepthwiseChannelScalar;
+#endif
   // One item per (batch, input channel): its plane serves each of its output channels.
   RunParallel(pool, g.batch * g.group, [&](int64_t t0, int64_t t1) {
     Scratch& sc = ThreadScratch();
-    sc.plane.resize(g.in_h * g.stride_w * phase_len);
+    // The plane's rows follow `padding.top` zero rows and precede `padding.bottom`.
+    const conv::DepthwisePaddingRows padding =
+        vnni ? conv::DepthwisePadding(g) : conv::DepthwisePaddingRows{0, 0};
+    sc.plane.assign((padding.top + g.in_h + padding.bottom) * row_len, 0);
+    int32_t* plane_rows = sc.plane.data() + padding.top * row_len;
     sc.acc.resize(pixels);
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t n = t / g.group, c = t % g.group;
       build_plane(g, x_bytes + (n * g.in_channels + c) * in_plane, x.is_signed, x_zero,
-                  sc.plane.data());
-      const conv::DepthwisePlane plane{sc.plane.data(), g.stride_w * phase_len, phase_len,
-                                       tap_offsets.data()};
+                  plane_rows);
+      const conv::DepthwisePlane plane{plane_rows, row_len, phase_len, tap_offsets.data()};
       for (int64_t j = 0; j < out_per_group; ++j) {
         const int64_t o = c * out_per_group + j;
         channel_fn(g, plane, taps_.data() + o * taps, sc.acc.data());

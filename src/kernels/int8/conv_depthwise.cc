@@ -16,6 +16,11 @@ void DepthwiseTapOffsets(const ConvGeometry& g, int64_t phase_len, int64_t* offs
   }
 }
 
+DepthwisePaddingRows DepthwisePadding(const ConvGeometry& g) {
+  const int64_t last_row = (g.out_h - 1) * g.stride_h - g.pad_top + (g.kernel_h - 1) * g.dilation_h;
+  return {std::max<int64_t>(0, g.pad_top), std::max<int64_t>(0, last_row - (g.in_h - 1))};
+}
+
 namespace {
 template <typename T>
 void BuildPlane(const ConvGeometry& g, const T* channel, int32_t x_zero, int32_t* plane) {

@@ -30,6 +30,13 @@ void DepthwiseTapOffsets(const ConvGeometry& g, int64_t phase_len, int64_t* offs
 // Values per phase for geometry g.
 int64_t DepthwisePhaseLength(const ConvGeometry& g);
 
+// Zero rows above (pad_top) and below the in_h rows that a kernel reading
+// every tap row needs.
+struct DepthwisePaddingRows {
+  int64_t top, bottom;
+};
+DepthwisePaddingRows DepthwisePadding(const ConvGeometry& g);
+
 // Fills plane (in_h * stride_w * phase_len values) from one input channel.
 void BuildDepthwisePlane(const ConvGeometry& g, const uint8_t* channel, bool is_signed,
                          int32_t x_zero, int32_t* plane);
@@ -37,12 +44,15 @@ void BuildDepthwisePlane(const ConvGeometry& g, const uint8_t* channel, bool is_
 // out[oy * out_w + ox] = sum over taps of plane values * taps[ky * kernel_w + kx].
 void DepthwiseChannelScalar(const ConvGeometry& g, const DepthwisePlane& p, const int32_t* taps,
                             int32_t* out);
+
 #if defined(__x86_64__) || defined(_M_X64)
 // BuildDepthwisePlane with AVX-512 (stride_w 1 and 2 vectorized; same values).
 void BuildDepthwisePlaneAvx512(const ConvGeometry& g, const uint8_t* channel, bool is_signed,
                                int32_t x_zero, int32_t* plane);
-void DepthwiseChannelAvx512(const ConvGeometry& g, const DepthwisePlane& p, const int32_t* taps,
-                            int32_t* out);
+// DepthwiseChannelScalar with AVX-512 VNNI. Reads every tap row: p.data must
+// have DepthwisePadding(g) zero rows above and below.
+void DepthwiseChannelAvx512Vnni(const ConvGeometry& g, const DepthwisePlane& p,
+                                const int32_t* taps, int32_t* out);
 #endif
 
 }  // namespace octet::conv

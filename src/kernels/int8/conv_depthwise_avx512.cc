@@ -1,7 +1,5 @@
-// AVX-512 depthwise kernel: up to 64 output pixels of a row in four zmm
-// accumulators, kept in registers across all taps (vpmaddwd + vpaddd per tap
-// and 16 pixels; |x - x_zero| * |w - w_zero| <= 255 * 255, int32 wrap-around
-// like the scalar kernel).
+// The depthwise plane (conv_depthwise.h) built with AVX-512: 16 input bytes
+// widened to x - x_zero per step.
 // GCC 12.2 warns falsely about the _mm512_undefined_* pass-through operand of
 // unpack/cvt intrinsics (GCC bug 105593, fixed in 12.3).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -19,46 +17,6 @@ namespace {
 inline __mmask16 TailMask(int64_t remaining) {
   return remaining >= 16 ? static_cast<__mmask16>(0xFFFF)
                          : static_cast<__mmask16>((1u << remaining) - 1);
-}
-
-template <int kVecs>
-void Channel(const ConvGeometry& g, const DepthwisePlane& p, const int32_t* taps, int32_t* out) {
-  for (int64_t oy = 0; oy < g.out_h; ++oy) {
-    // Taps whose input row lies in the padding contribute 0; skip them once per row.
-    int64_t ky_begin = 0, ky_end = g.kernel_h;
-    while (ky_begin < ky_end && oy * g.stride_h - g.pad_top + ky_begin * g.dilation_h < 0)
-      ++ky_begin;
-    while (ky_end > ky_begin && oy * g.stride_h - g.pad_top + (ky_end - 1) * g.dilation_h >= g.in_h)
-      --ky_end;
-    for (int64_t ox0 = 0; ox0 < g.out_w; ox0 += kVecs * 16) {
-      __mmask16 mask[kVecs];
-      __m512i acc[kVecs];
-#pragma GCC unroll 4
-      for (int v = 0; v < kVecs; ++v) {
-        const int64_t remaining = g.out_w - ox0 - v * 16;
-        mask[v] = remaining > 0 ? TailMask(remaining) : 0;
-        acc[v] = _mm512_setzero_si512();
-      }
-      for (int64_t ky = ky_begin; ky < ky_end; ++ky) {
-        const int64_t iy = oy * g.stride_h - g.pad_top + ky * g.dilation_h;
-        const int32_t* row = p.data + iy * p.row_len + ox0;
-        for (int64_t kx = 0; kx < g.kernel_w; ++kx) {
-          const int32_t* src = row + p.tap_offsets[kx];
-          // vpmaddwd with w' in the low half of each lane and 0 in the high half
-          // is x' * w' exactly (|x'|, |w'| <= 255 fit int16), and cheaper than vpmulld.
-          const __m512i w = _mm512_set1_epi32(taps[ky * g.kernel_w + kx] & 0xFFFF);
-#pragma GCC unroll 4
-          for (int v = 0; v < kVecs; ++v) {
-            const __m512i x = _mm512_maskz_loadu_epi32(mask[v], src + v * 16);
-            acc[v] = _mm512_add_epi32(acc[v], _mm512_madd_epi16(x, w));
-          }
-        }
-      }
-#pragma GCC unroll 4
-      for (int v = 0; v < kVecs; ++v)
-        _mm512_mask_storeu_epi32(out + oy * g.out_w + ox0 + v * 16, mask[v], acc[v]);
-    }
-  }
 }
 
 // dst[t] = src[t * stride] - x_zero for t in [0, n), stride 1 or 2, 16 values per
@@ -116,21 +74,6 @@ void BuildDepthwisePlaneAvx512(const ConvGeometry& g, const uint8_t* channel, bo
     BuildPlane<true>(g, channel, x_zero, plane);
   } else {
     BuildPlane<false>(g, channel, x_zero, plane);
-  }
-}
-
-void DepthwiseChannelAvx512(const ConvGeometry& g, const DepthwisePlane& p, const int32_t* taps,
-                            int32_t* out) {
-  // As many vectors as a row needs, up to 4 (narrow rows would otherwise multiply zeros).
-  switch ((g.out_w + 15) / 16) {
-    case 1:
-      return Channel<1>(g, p, taps, out);
-    case 2:
-      return Channel<2>(g, p, taps, out);
-    case 3:
-      return Channel<3>(g, p, taps, out);
-    default:
-      return Channel<4>(g, p, taps, out);
   }
 }
 

@@ -22,6 +22,7 @@ using gemm::TileShape;
 constexpr int64_t kKcGroups = 512 / gemm::kGroup;
 constexpr int64_t kMcRows = 128;
 constexpr int64_t kNcCols = 256;
+constexpr int64_t kCacheLine = 64;
 
 TileFn TileFnFor(Isa isa) {
   switch (isa) {
@@ -127,10 +128,29 @@ void GemmS32(int64_t M, const Int8Operand& A, const int32_t* a_zero, bool a_zero
       for (int64_t g0 = 0; g0 < kg; g0 += kc) {
         const int64_t groups = std::min(kc, kg - g0);
         const bool first = g0 == 0, last = g0 + groups == kg;
+        const int64_t panel_bytes = groups * s.nr * gemm::kGroup;
         for (int64_t np = np0; np < np1; ++np) {
           const int64_t n0 = np * s.nr, cols = std::min<int64_t>(s.nr, N - n0);
+          // The next B micro-panel (the next column panel, else the first one of
+          // the next k block) is fetched into L2 a slice per row panel, so it is
+          // near when its first tile starts instead of streaming in from L3.
+          const int8_t* next_b = nullptr;
+          int64_t next_bytes = 0;
+          if (np + 1 < np1) {
+            next_b = packed_b + ((np + 1) * kg + g0) * s.nr * gemm::kGroup;
+            next_bytes = panel_bytes;
+          } else if (!last) {
+            next_b = packed_b + (np0 * kg + g0 + kc) * s.nr * gemm::kGroup;
+            next_bytes = std::min(kc, kg - g0 - kc) * s.nr * gemm::kGroup;
+          }
+          const int64_t slice = (next_bytes / (mp1 - mp0) + kCacheLine - 1) / kCacheLine * kCacheLine;
           for (int64_t mp = mp0; mp < mp1; ++mp) {
             const int64_t m0 = mp * s.mr;
+            if (next_b != nullptr) {
+              const int64_t begin = (mp - mp0) * slice, end = std::min(begin + slice, next_bytes);
+              for (int64_t off = begin; off < end; off += kCacheLine)
+                __builtin_prefetch(next_b + off, 0, 2);
+            }
             const int rows = static_cast<int>(std::min<int64_t>(s.mr, M - m0));
             TileArgs args;
             args.a = sc.packed_a.data() + (m0 * kg + g0 * rows) * gemm::kGroup;
