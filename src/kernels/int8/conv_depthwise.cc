@@ -55,9 +55,9 @@ void BuildDepthwisePlane(const ConvGeometry& g, const uint8_t* channel, bool is_
 }
 
 void DepthwiseChannelScalar(const ConvGeometry& g, const DepthwisePlane& p, const int32_t* taps,
-                            int32_t* out) {
-  for (int64_t oy = 0; oy < g.out_h; ++oy) {
-    uint32_t* acc = reinterpret_cast<uint32_t*>(out + oy * g.out_w);
+                            int64_t oy_begin, int64_t oy_end, int32_t* out) {
+  for (int64_t oy = oy_begin; oy < oy_end; ++oy) {
+    uint32_t* acc = reinterpret_cast<uint32_t*>(out + (oy - oy_begin) * g.out_w);
     std::fill_n(acc, g.out_w, 0u);
     for (int64_t ky = 0; ky < g.kernel_h; ++ky) {
       const int64_t iy = oy * g.stride_h - g.pad_top + ky * g.dilation_h;

@@ -41,9 +41,10 @@ DepthwisePaddingRows DepthwisePadding(const ConvGeometry& g);
 void BuildDepthwisePlane(const ConvGeometry& g, const uint8_t* channel, bool is_signed,
                          int32_t x_zero, int32_t* plane);
 
-// out[oy * out_w + ox] = sum over taps of plane values * taps[ky * kernel_w + kx].
+// For output rows oy in [oy_begin, oy_end):
+// out[(oy - oy_begin) * out_w + ox] = sum over taps of plane values * taps[ky * kernel_w + kx].
 void DepthwiseChannelScalar(const ConvGeometry& g, const DepthwisePlane& p, const int32_t* taps,
-                            int32_t* out);
+                            int64_t oy_begin, int64_t oy_end, int32_t* out);
 
 #if defined(__x86_64__) || defined(_M_X64)
 // BuildDepthwisePlane with AVX-512 (stride_w 1 and 2 vectorized; same values).
@@ -51,8 +52,8 @@ void BuildDepthwisePlaneAvx512(const ConvGeometry& g, const uint8_t* channel, bo
                                int32_t x_zero, int32_t* plane);
 // DepthwiseChannelScalar with AVX-512 VNNI. Reads every tap row: p.data must
 // have DepthwisePadding(g) zero rows above and below.
-void DepthwiseChannelAvx512Vnni(const ConvGeometry& g, const DepthwisePlane& p,
-                                const int32_t* taps, int32_t* out);
+void DepthwiseChannelAvx512Vnni(const ConvGeometry& g, const DepthwisePlane& p, const int32_t* taps,
+                                int64_t oy_begin, int64_t oy_end, int32_t* out);
 #endif
 
 }  // namespace octet::conv

@@ -24,18 +24,20 @@ inline __mmask16 TailMask(int64_t remaining) {
 // kRows output rows x kVecs vectors of 16 pixels in registers: vpdpwssd's
 // latency is several cycles, so independent accumulators keep it busy. The
 // plane has zero rows for the vertical padding, so every tap row is read; the
-// last group of rows repeats the last row (same values written twice).
+// last group of rows repeats the band's last row (same values written twice).
 template <int kVecs, int kRows>
-void Channel(const ConvGeometry& g, const DepthwisePlane& p, const int32_t* taps, int32_t* out) {
-  for (int64_t oy0 = 0; oy0 < g.out_h; oy0 += kRows) {
+void Channel(const ConvGeometry& g, const DepthwisePlane& p, const int32_t* taps, int64_t oy_begin,
+             int64_t oy_end, int32_t* out) {
+  for (int64_t oy0 = oy_begin; oy0 < oy_end; oy0 += kRows) {
     const int32_t* rows[kRows];
     int64_t out_rows[kRows];
 #pragma GCC unroll 8
     for (int i = 0; i < kRows; ++i) {
-      out_rows[i] = std::min<int64_t>(oy0 + i, g.out_h - 1);
+      out_rows[i] = std::min<int64_t>(oy0 + i, oy_end - 1);
       rows[i] = p.data + (out_rows[i] * g.stride_h - g.pad_top) * p.row_len;
     }
     for (int64_t ox0 = 0; ox0 < g.out_w; ox0 += kVecs * 16) {
+      const int64_t vecs = (g.out_w - ox0 + 15) / 16;
       __mmask16 mask[kVecs];
       __m512i acc[kRows][kVecs];
 #pragma GCC unroll 4
@@ -54,6 +56,7 @@ void Channel(const ConvGeometry& g, const DepthwisePlane& p, const int32_t* taps
           for (int i = 0; i < kRows; ++i) {
 #pragma GCC unroll 4
             for (int v = 0; v < kVecs; ++v) {
+              if (v >= vecs) break;  // the row's last chunk can be narrower
               const __m512i x = _mm512_maskz_loadu_epi32(mask[v], rows[i] + offset + v * 16);
               acc[i][v] = _mm512_dpwssd_epi32(acc[i][v], x, w);
             }
@@ -64,7 +67,8 @@ void Channel(const ConvGeometry& g, const DepthwisePlane& p, const int32_t* taps
       for (int i = 0; i < kRows; ++i) {
 #pragma GCC unroll 4
         for (int v = 0; v < kVecs; ++v)
-          _mm512_mask_storeu_epi32(out + out_rows[i] * g.out_w + ox0 + v * 16, mask[v], acc[i][v]);
+          _mm512_mask_storeu_epi32(out + (out_rows[i] - oy_begin) * g.out_w + ox0 + v * 16, mask[v],
+                                   acc[i][v]);
       }
     }
   }
@@ -72,18 +76,18 @@ void Channel(const ConvGeometry& g, const DepthwisePlane& p, const int32_t* taps
 
 }  // namespace
 
-void DepthwiseChannelAvx512Vnni(const ConvGeometry& g, const DepthwisePlane& p,
-                                const int32_t* taps, int32_t* out) {
+void DepthwiseChannelAvx512Vnni(const ConvGeometry& g, const DepthwisePlane& p, const int32_t* taps,
+                                int64_t oy_begin, int64_t oy_end, int32_t* out) {
   // As many vectors as a row needs, up to 4 (narrow rows would otherwise multiply zeros).
   switch ((g.out_w + 15) / 16) {
     case 1:
-      return Channel<1, 8>(g, p, taps, out);
+      return Channel<1, 8>(g, p, taps, oy_begin, oy_end, out);
     case 2:
-      return Channel<2, 4>(g, p, taps, out);
+      return Channel<2, 4>(g, p, taps, oy_begin, oy_end, out);
     case 3:
-      return Channel<3, 2>(g, p, taps, out);
+      return Channel<3, 2>(g, p, taps, oy_begin, oy_end, out);
     default:
-      return Channel<4, 2>(g, p, taps, out);
+      return Channel<4, 2>(g, p, taps, oy_begin, oy_end, out);
   }
 }
 

@@ -23,6 +23,7 @@ constexpr int64_t kKcGroups = 512 / gemm::kGroup;
 constexpr int64_t kMcRows = 128;
 constexpr int64_t kNcCols = 256;
 constexpr int64_t kCacheLine = 64;
+constexpr int64_t kMinPrefetchPanels = 4;
 
 TileFn TileFnFor(Isa isa) {
   switch (isa) {
@@ -133,17 +134,20 @@ void GemmS32(int64_t M, const Int8Operand& A, const int32_t* a_zero, bool a_zero
           const int64_t n0 = np * s.nr, cols = std::min<int64_t>(s.nr, N - n0);
           // The next B micro-panel (the next column panel, else the first one of
           // the next k block) is fetched into L2 a slice per row panel, so it is
-          // near when its first tile starts instead of streaming in from L3.
+          // near when its first tile starts instead of streaming in from L3. With
+          // few row panels the slices are bursts that slow the stream (GEMV).
           const int8_t* next_b = nullptr;
           int64_t next_bytes = 0;
-          if (np + 1 < np1) {
+          const bool prefetch = mp1 - mp0 >= kMinPrefetchPanels;
+          if (prefetch && np + 1 < np1) {
             next_b = packed_b + ((np + 1) * kg + g0) * s.nr * gemm::kGroup;
             next_bytes = panel_bytes;
-          } else if (!last) {
+          } else if (prefetch && !last) {
             next_b = packed_b + (np0 * kg + g0 + kc) * s.nr * gemm::kGroup;
             next_bytes = std::min(kc, kg - g0 - kc) * s.nr * gemm::kGroup;
           }
-          const int64_t slice = (next_bytes / (mp1 - mp0) + kCacheLine - 1) / kCacheLine * kCacheLine;
+          const int64_t slice =
+              (next_bytes / (mp1 - mp0) + kCacheLine - 1) / kCacheLine * kCacheLine;
           for (int64_t mp = mp0; mp < mp1; ++mp) {
             const int64_t m0 = mp * s.mr;
             if (next_b != nullptr) {
