@@ -225,6 +225,8 @@ TEST(Int8Conv, LargerShapesCrossTheBlocking) {
       {1, 16, 16, 16, 21, 70, 5, 5, 2, 2},  // depthwise 5x5 stride 2, > 64 columns
       {2, 40, 56, 1, 1, 300, 1, 7, 1, 3},   // 1-D
       {1, 1, 16, 1, 12, 12, 3, 3, 1, 1},    // one input channel, 16 outputs: depthwise x16
+      {1, 8, 8, 8, 150, 150, 3, 3, 1, 1},   // depthwise, rows > 64 wide, several row bands
+      {1, 8, 8, 8, 150, 150, 3, 3, 2, 1},   // the same at stride 2
   };
   for (const Shape& s : shapes) {
     for (int variant = 0; variant < 2; ++variant) {
