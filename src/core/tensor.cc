@@ -26,7 +26,13 @@ std::string ShapeToString(const Shape& shape) {
   return s + "]";
 }
 
-Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
+Tensor::Tensor(DType dtype, Shape shape) : Tensor(dtype, std::move(shape), true) {}
+
+Tensor Tensor::Uninitialized(DType dtype, Shape shape) {
+  return Tensor(dtype, std::move(shape), false);
+}
+
+Tensor::Tensor(DType dtype, Shape shape, bool zero_fill) : dtype_(dtype), shape_(std::move(shape)) {
   OCTET_CHECK(IsSupportedStorage(dtype), "tensors of type ", DTypeName(dtype), " are not supported");
   numel_ = NumElements(shape_);
   size_t bytes = nbytes();
@@ -35,7 +41,13 @@ Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape
   size_t alloc = ((bytes + 63) / 64) * 64 + 64;
   void* p = std::aligned_alloc(64, alloc);
   OCTET_CHECK(p != nullptr, "out of memory allocating ", bytes, " bytes");
-  std::memset(p, 0, alloc);
+  // The padding past the last element is always cleared, so vector reads of
+  // it are deterministic even when the elements are not.
+  if (zero_fill) {
+    std::memset(p, 0, alloc);
+  } else {
+    std::memset(static_cast<char*>(p) + bytes, 0, alloc - bytes);
+  }
   owner_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
   data_ = p;
 }

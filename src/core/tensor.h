@@ -24,6 +24,9 @@ class Tensor {
   // Allocates zero-initialized storage for shape.
   Tensor(DType dtype, Shape shape);
 
+  // Allocates without zero-filling, for outputs a kernel writes in full.
+  static Tensor Uninitialized(DType dtype, Shape shape);
+
   // Wraps external memory without owning it (owner keeps it alive).
   static Tensor View(DType dtype, Shape shape, void* data, std::shared_ptr<void> owner = nullptr);
 
@@ -57,6 +60,7 @@ class Tensor {
 
  private:
   void CheckType(size_t elem_size, DType requested) const;
+  Tensor(DType dtype, Shape shape, bool zero_fill);
 
   DType dtype_ = DType::kUndefined;
   Shape shape_;

@@ -46,7 +46,7 @@ class IntegerToFloatMatMul {
     PackedMatMulB b_storage;
     const PackedMatMulB& packed = b_.Get(node, b, b_storage);
 
-    Tensor& y = ctx.AllocateOutput(0, DType::kFloat32, shape.output);
+    Tensor& y = ctx.AllocateUninitializedOutput(0, DType::kFloat32, shape.output);
     float* y_data = y.data<float>();
     FloatOutputParams params;
     params.scale_per_column = b_scale_layout.per_vector();

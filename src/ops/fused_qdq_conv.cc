@@ -116,7 +116,7 @@ class FusedQdqConvKernel : public OpKernel {
     rq.output_type = y_type_;
     rq.y_min = static_cast<int32_t>(y_min_);
     rq.y_max = static_cast<int32_t>(y_max_);
-    Tensor& y = ctx.AllocateOutput(0, y_type_, ConvOutputShape(g, x.rank()));
+    Tensor& y = ctx.AllocateUninitializedOutput(0, y_type_, ConvOutputShape(g, x.rank()));
     const Int8ConvOperand x_op{x.raw(), x_type_ == DType::kInt8, &x_zero_, false};
     conv_->RunRequantized(g, x_op, rq, y.raw(), ctx.pool());
   }

@@ -141,7 +141,7 @@ class FusedQdqMatMulKernel : public OpKernel {
     };
 
     const DType out_type = quantized_ ? y_type_ : DType::kFloat32;
-    Tensor& y = ctx.AllocateOutput(0, out_type, out_shape);
+    Tensor& y = ctx.AllocateUninitializedOutput(0, out_type, out_shape);
     if (M == 0 || n_ == 0) return;
     const auto* x_bytes = static_cast<const uint8_t*>(x.raw());
     const size_t mult_row = mult_per_column_ ? static_cast<size_t>(n_) : 1;

@@ -114,7 +114,7 @@ class ConvIntegerKernel : public OpKernel {
     if (w_zero) PerOutputChannel(node, *w_zero, g.out_channels, "w_zero_point");
     const ConvOperand x_op = ReadConvOperand(node, x, x_zero, false, "x_zero_point");
     const std::shared_ptr<const Int8Conv> conv = weights_.Get(ctx, g);
-    Tensor& y = ctx.AllocateOutput(0, DType::kInt32, ConvOutputShape(g, x.rank()));
+    Tensor& y = ctx.AllocateUninitializedOutput(0, DType::kInt32, ConvOutputShape(g, x.rank()));
     conv->RunS32(g, x_op.view, y.data<int32_t>(), ctx.pool());
   }
 
@@ -173,7 +173,7 @@ class QLinearConvKernel : public OpKernel {
     rq.output_type = y_zero_point.dtype();
     rq.zero_point = ReadZeroPoints(node, y_zero_point, rq.output_type, "y_zero_point")[0];
     const std::shared_ptr<const Int8Conv> conv = weights_.Get(ctx, g);
-    Tensor& y = ctx.AllocateOutput(0, rq.output_type, ConvOutputShape(g, x.rank()));
+    Tensor& y = ctx.AllocateUninitializedOutput(0, rq.output_type, ConvOutputShape(g, x.rank()));
     conv->RunRequantized(g, x_op.view, rq, y.raw(), ctx.pool());
   }
 

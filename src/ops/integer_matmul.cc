@@ -37,7 +37,7 @@ class MatMulIntegerKernel : public OpKernel {
     const MatMulZeroPoints b_zero = b_zero_.Get(ctx, b, false, b_zero_storage);
     PackedMatMulB b_storage;
     const PackedMatMulB& packed = b_.Get(node, b, b_storage);
-    Tensor& y = ctx.AllocateOutput(0, DType::kInt32, shape.output);
+    Tensor& y = ctx.AllocateUninitializedOutput(0, DType::kInt32, shape.output);
     RunIntMatMul(shape, a, a_zero, packed, b_zero, ctx.pool(), y.data<int32_t>(), {});
   }
 
@@ -85,7 +85,7 @@ class QLinearMatMulKernel : public OpKernel {
     const PackedMatMulB& packed = b_.Get(node, b, b_storage);
 
     // Steps 2 and 3.
-    Tensor& y = ctx.AllocateOutput(0, y_type, shape.output);
+    Tensor& y = ctx.AllocateUninitializedOutput(0, y_type, shape.output);
     auto* y_bytes = static_cast<uint8_t*>(y.raw());
     RequantizeParams params;
     params.multiplier_per_column = b_scale_layout.per_vector();

@@ -12,6 +12,11 @@ Tensor& KernelContext::AllocateOutput(size_t i, DType dtype, Shape shape) {
   return outputs_[i];
 }
 
+Tensor& KernelContext::AllocateUninitializedOutput(size_t i, DType dtype, Shape shape) {
+  outputs_.at(i) = Tensor::Uninitialized(dtype, std::move(shape));
+  return outputs_[i];
+}
+
 void KernelContext::SetOutput(size_t i, Tensor t) { outputs_.at(i) = std::move(t); }
 
 void KernelRegistry::Register(KernelDef def) { defs_.push_back(std::move(def)); }

@@ -37,6 +37,9 @@ class KernelContext {
   size_t num_outputs() const { return outputs_.size(); }
   // Allocates output i (zero-filled) and returns it.
   Tensor& AllocateOutput(size_t i, DType dtype, Shape shape);
+  // Allocates output i without zero-filling it: only for kernels that write
+  // every element (a product's epilogue, for example).
+  Tensor& AllocateUninitializedOutput(size_t i, DType dtype, Shape shape);
   // Sets output i to an existing tensor (e.g. a reshaped view of an input).
   void SetOutput(size_t i, Tensor t);
   // True when the model consumes output i (optional outputs may be omitted).
