@@ -19,6 +19,7 @@ namespace {
 using gemm::kGroup;
 using gemm::TileArgs;
 using gemm::TileFn;
+using gemm::TileFnFor;
 using gemm::TileShape;
 
 // Blocking, fixed by the shape only (the sums are exact, so results never
@@ -37,36 +38,6 @@ constexpr int64_t kAccChunkBytes = 16 * 1024;
 // With fewer than kMinItems (batch, group, pixel block) items, the output
 // channels are split too, so small images still spread over threads.
 constexpr int64_t kMinItems = 4;
-
-TileFn TileFnFor(Isa isa) {
-  switch (isa) {
-    case Isa::kScalar:
-      return gemm::TileScalar;
-#if defined(__x86_64__) || defined(_M_X64)
-    case Isa::kAvx2:
-      return gemm::TileAvx2;
-    case Isa::kAvxVnni:
-      return gemm::TileAvxVnni;
-    case Isa::kAvx512Vnni:
-      return gemm::TileAvx512Vnni;
-#endif
-#if defined(__aarch64__)
-    case Isa::kNeonDot:
-      return gemm::TileNeonDot;
-#endif
-    default:
-      break;
-  }
-  Fail("int8 convolution: instruction set ", IsaName(isa), " is not built into this binary");
-}
-
-void RunParallel(ThreadPool* pool, int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
-  if (pool != nullptr) {
-    pool->ParallelFor(n, fn);
-  } else if (n > 0) {
-    fn(0, n);
-  }
-}
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -254,7 +225,7 @@ void Int8Conv::RunGemm(const ConvGeometry& g, const Int8ConvOperand& x, const Ou
   const auto pack = conv::PackIm2col;
 #endif
 
-  RunParallel(pool, outer_items * row_blocks, [&](int64_t t0, int64_t t1) {
+  ParallelFor(pool, outer_items * row_blocks, [&](int64_t t0, int64_t t1) {
     Scratch& sc = ThreadScratch();
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t rb = t % row_blocks, item = t / row_blocks;
@@ -354,7 +325,7 @@ void Int8Conv::RunDepthwise(const ConvGeometry& g, const Int8ConvOperand& x, con
   // each requantized while in L1.
   const int64_t band_rows = std::clamp<int64_t>(kAccChunkBytes / (4 * g.out_w), 1, g.out_h);
   // One item per (batch, input channel): its plane serves each of its output channels.
-  RunParallel(pool, g.batch * g.group, [&](int64_t t0, int64_t t1) {
+  ParallelFor(pool, g.batch * g.group, [&](int64_t t0, int64_t t1) {
     Scratch& sc = ThreadScratch();
     // The plane's rows follow `padding.top` zero rows and precede `padding.bottom`.
     const conv::DepthwisePaddingRows padding =

@@ -13,6 +13,7 @@ namespace {
 
 using gemm::TileArgs;
 using gemm::TileFn;
+using gemm::TileFnFor;
 using gemm::TileShape;
 
 // Fixed blocking (Goto / van de Geijn), constants of the kernel so the work
@@ -24,28 +25,6 @@ constexpr int64_t kMcRows = 128;
 constexpr int64_t kNcCols = 256;
 constexpr int64_t kCacheLine = 64;
 constexpr int64_t kMinPrefetchPanels = 4;
-
-TileFn TileFnFor(Isa isa) {
-  switch (isa) {
-    case Isa::kScalar:
-      return gemm::TileScalar;
-#if defined(__x86_64__) || defined(_M_X64)
-    case Isa::kAvx2:
-      return gemm::TileAvx2;
-    case Isa::kAvxVnni:
-      return gemm::TileAvxVnni;
-    case Isa::kAvx512Vnni:
-      return gemm::TileAvx512Vnni;
-#endif
-#if defined(__aarch64__)
-    case Isa::kNeonDot:
-      return gemm::TileNeonDot;
-#endif
-    default:
-      break;
-  }
-  Fail("int8 GEMM: instruction set ", IsaName(isa), " is not built into this binary");
-}
 
 // Per-calling-thread buffers reused across products (workers only write into
 // the caller's buffers, at disjoint offsets).
@@ -186,5 +165,31 @@ void GemmS32(int64_t M, const Int8Operand& A, const int32_t* a_zero, bool a_zero
     }
   });
 }
+
+namespace gemm {
+
+TileFn TileFnFor(Isa isa) {
+  switch (isa) {
+    case Isa::kScalar:
+      return gemm::TileScalar;
+#if defined(__x86_64__) || defined(_M_X64)
+    case Isa::kAvx2:
+      return gemm::TileAvx2;
+    case Isa::kAvxVnni:
+      return gemm::TileAvxVnni;
+    case Isa::kAvx512Vnni:
+      return gemm::TileAvx512Vnni;
+#endif
+#if defined(__aarch64__)
+    case Isa::kNeonDot:
+      return gemm::TileNeonDot;
+#endif
+    default:
+      break;
+  }
+  Fail("int8 kernels: instruction set ", IsaName(isa), " is not built into this binary");
+}
+
+}  // namespace gemm
 
 }  // namespace octet

@@ -57,6 +57,9 @@ struct TileArgs {
   const int32_t* col_zb;       // per column: zB' (B domain)
 };
 using TileFn = void (*)(int rows, const TileArgs& t);
+// The micro-kernel of `isa`; throws octet::Error when this binary was built
+// without it (e.g. the Arm kernel on x86).
+TileFn TileFnFor(Isa isa);
 
 void TileScalar(int rows, const TileArgs& t);
 #if defined(__x86_64__) || defined(_M_X64)
