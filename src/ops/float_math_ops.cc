@@ -167,14 +167,12 @@ class PowKernel : public OpKernel {
   void Run(KernelContext& ctx) override {
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
-    std::optional<Shape> shape = BroadcastShapes(a.shape(), b.shape());
-    OCTET_CHECK(shape.has_value(), ctx.node().Describe(), ": shapes ", ShapeToString(a.shape()),
-                " and ", ShapeToString(b.shape()), " do not broadcast");
-    Tensor& out = ctx.AllocateOutput(0, DType::kFloat32, *shape);
+    const Shape shape = BroadcastOrFail(a.shape(), b.shape(), ctx.node().Describe());
+    Tensor& out = ctx.AllocateOutput(0, DType::kFloat32, shape);
     const float* pa = a.data<float>();
     float* po = out.data<float>();
     auto run = [&](auto exponent_of) {
-      ForEachBroadcast<2>(*shape, {&a.shape(), &b.shape()},
+      ForEachBroadcast<2>(shape, {&a.shape(), &b.shape()},
                           [&](int64_t i, const std::array<int64_t, 2>& off) {
                             const float e = exponent_of(off[1]);
                             // x^2 is what exporters emit for variance; make it one exact multiply.

@@ -113,10 +113,8 @@ class BinaryKernel : public OpKernel {
   void Run(KernelContext& ctx) override {
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
-    std::optional<Shape> shape = BroadcastShapes(a.shape(), b.shape());
-    OCTET_CHECK(shape.has_value(), ctx.node().Describe(), ": shapes ", ShapeToString(a.shape()),
-                " and ", ShapeToString(b.shape()), " do not broadcast");
-    Tensor& out = ctx.AllocateOutput(0, a.dtype(), *shape);
+    const Shape shape = BroadcastOrFail(a.shape(), b.shape(), ctx.node().Describe());
+    Tensor& out = ctx.AllocateOutput(0, a.dtype(), shape);
     switch (a.dtype()) {
       case DType::kInt32:
         return BinaryInteger<int32_t>(a, b, out, ctx.node());

@@ -105,10 +105,8 @@ class QLinearBinaryKernel : public OpKernel {
     pa.zero = ReadScalarZero(ctx, kAZero, pa.type, "A_zero_point");
     pb.zero = ReadScalarZero(ctx, kBZero, pb.type, "B_zero_point");
     pc.zero = ReadScalarZero(ctx, kCZero, pc.type, "C_zero_point");
-    const std::optional<Shape> shape = BroadcastShapes(a.shape(), b.shape());
-    OCTET_CHECK(shape.has_value(), node.Describe(), ": inputs of shapes ", ShapeToString(a.shape()),
-                " and ", ShapeToString(b.shape()), " do not broadcast");
-    Tensor& c = ctx.AllocateOutput(0, out_type, *shape);
+    const Shape shape = BroadcastOrFail(a.shape(), b.shape(), node.Describe());
+    Tensor& c = ctx.AllocateOutput(0, out_type, shape);
     if (form_.float_steps) {
       const QdqFloatBinaryArithmetic op(pa, pb, pc, form_.is_add);
       BroadcastBytes(a, b, c, [&](uint8_t x, uint8_t y) {

@@ -443,17 +443,15 @@ class CompareKernel : public OpKernel {
   void Run(KernelContext& ctx) override {
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
-    std::optional<Shape> shape = BroadcastShapes(a.shape(), b.shape());
-    OCTET_CHECK(shape.has_value(), ctx.node().Describe(), ": shapes ", ShapeToString(a.shape()),
-                " and ", ShapeToString(b.shape()), " do not broadcast");
-    Tensor& out = ctx.AllocateOutput(0, DType::kBool, *shape);
+    const Shape shape = BroadcastOrFail(a.shape(), b.shape(), ctx.node().Describe());
+    Tensor& out = ctx.AllocateOutput(0, DType::kBool, shape);
     bool* po = out.data<bool>();
     DispatchNumeric(a.dtype(), ctx.node(), [&](auto tag) {
       using T = decltype(tag);
       const T* pa = static_cast<const T*>(a.raw());
       const T* pb = static_cast<const T*>(b.raw());
       auto run = [&](auto cmp) {
-        ForEachBroadcast<2>(*shape, {&a.shape(), &b.shape()},
+        ForEachBroadcast<2>(shape, {&a.shape(), &b.shape()},
                             [&](int64_t i, const std::array<int64_t, 2>& off) {
                               po[i] = cmp(pa[off[0]], pb[off[1]]);
                             });
@@ -485,16 +483,14 @@ class LogicKernel : public OpKernel {
   void Run(KernelContext& ctx) override {
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
-    std::optional<Shape> shape = BroadcastShapes(a.shape(), b.shape());
-    OCTET_CHECK(shape.has_value(), ctx.node().Describe(), ": shapes ", ShapeToString(a.shape()),
-                " and ", ShapeToString(b.shape()), " do not broadcast");
-    Tensor& out = ctx.AllocateOutput(0, DType::kBool, *shape);
+    const Shape shape = BroadcastOrFail(a.shape(), b.shape(), ctx.node().Describe());
+    Tensor& out = ctx.AllocateOutput(0, DType::kBool, shape);
     const bool* pa = a.data<bool>();
     const bool* pb = b.data<bool>();
     bool* po = out.data<bool>();
     const LogicOp op = op_;
     ForEachBroadcast<2>(
-        *shape, {&a.shape(), &b.shape()}, [&](int64_t i, const std::array<int64_t, 2>& off) {
+        shape, {&a.shape(), &b.shape()}, [&](int64_t i, const std::array<int64_t, 2>& off) {
           const bool x = pa[off[0]], y = pb[off[1]];
           po[i] = op == LogicOp::kAnd ? (x && y) : op == LogicOp::kOr ? (x || y) : (x != y);
         });

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "core/tensor.h"
@@ -12,6 +13,8 @@ namespace octet {
 
 // The broadcast of a and b, or nullopt when a dim pair is neither equal nor 1.
 std::optional<Shape> BroadcastShapes(const Shape& a, const Shape& b);
+// The broadcast of a and b; throws "<who>: shapes A and B do not broadcast".
+Shape BroadcastOrFail(const Shape& a, const Shape& b, const std::string& who);
 
 // Element strides of `in` (row-major) aligned to the trailing dims of `out`;
 // 0 where `in` is broadcast (missing or size-1 dim). Size equals out.size().
