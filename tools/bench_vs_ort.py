@@ -22,6 +22,9 @@ int8 activations (s8 x/W/y) and with uint8 activations (u8 x/y, s8 W).
 MatMulIntegerToFloat and DynamicQuantizeMatMul (at ORT_DISABLE_ALL and ORT_ENABLE_ALL)
 and the DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul form of quantize_dynamic.
 
+Whole real models (MiniLM, the detector; time and peak RSS): tools/bench_models.py, also
+reached as `tools/bench_vs_ort.py --whole-models [its options]`.
+
     .venv/bin/python tools/bench_vs_ort.py --octet-build build/wire [--threads 1,2]
         [--shapes 1x1024x1024,128x1024x1024] [--kinds matmulinteger,qlinearmatmul]
         [--repeat 7] [--quick] [--check-only]
@@ -326,6 +329,10 @@ def parse_shapes(text):
 
 
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--whole-models":
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import bench_models
+        sys.exit(bench_models.main(sys.argv[2:]))
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--octet-build", help="build folder with _octet*.so (default: installed octet)")
     parser.add_argument("--threads", default="1,2", help="comma-separated thread counts")
@@ -339,6 +346,9 @@ def main():
     parser.add_argument("--ort-spinning", action="store_true")
     parser.add_argument("--check-only", action="store_true")
     parser.add_argument("--verbose", action="store_true")
+    parser.add_argument("--whole-models", action="store_true",
+                        help="(first argument) whole real models instead: the other arguments "
+                        "go to tools/bench_models.py")
     args = parser.parse_args()
     args.threads = [int(t) for t in args.threads.split(",")]
     args.kinds = args.kinds.split(",")

@@ -196,3 +196,32 @@ def test_bad_models_raise_clear_errors(mlp_model, tmp_path):
                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
     expect_error(lambda: octet.InferenceSession(unknown.SerializeToString()), "FooBar",
                  "ai.onnx", "opset 21")
+
+
+def test_outputs_are_the_callers_own_arrays():
+    """Outputs may be handed over without a copy; one that shares bytes with an initializer,
+    an input or another output must still be a private copy the caller can write to."""
+    weights = np.arange(6, dtype=np.float32).reshape(2, 3)
+    model = make_model(
+        [helper.make_node("Identity", ["w"], ["w_out"]),
+         helper.make_node("Identity", ["x"], ["x_out"]),
+         helper.make_node("Add", ["x", "w"], ["sum"]),
+         helper.make_node("Identity", ["sum"], ["sum_again"]),
+         helper.make_node("Mul", ["x", "w"], ["product"])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info(name, TensorProto.FLOAT, [2, 3])
+         for name in ("w_out", "x_out", "sum", "sum_again", "product")],
+        [numpy_helper.from_array(weights, "w")])
+    session = octet.InferenceSession(model.SerializeToString())
+    x = np.ones((2, 3), np.float32)
+    for _ in range(2):  # the second run must not see the first run's writes
+        w_out, x_out, total, total_again, product = session.run(None, {"x": x})
+        np.testing.assert_array_equal(w_out, weights)
+        np.testing.assert_array_equal(x_out, x)
+        np.testing.assert_array_equal(total, x + weights)
+        np.testing.assert_array_equal(total_again, x + weights)
+        np.testing.assert_array_equal(product, x * weights)
+        for array in (w_out, x_out, total, total_again, product):
+            assert array.flags.writeable
+            array[...] = -7
+        np.testing.assert_array_equal(x, np.ones((2, 3), np.float32))

@@ -1,0 +1,196 @@
+"""octet against ONNX Runtime 1.31.1 on whole real models (docs/benchmarks.md, "Whole models").
+
+Rows: all-MiniLM-L6-v2 in the four forms of tools/models/build_minilm.py (dynamic, static
+QDQ per-channel, static QDQ per-tensor, static QOperator) at batch 1 x seq 128 and batch 32 x
+seq 128 (the bundled evaluation sentences), and ddddocr's detector (tools/models/build_cnn.py,
+416x416) static QDQ per-channel and QOperator on one synthetic image; 1 and 2 threads.
+Models are built into build/models/ when missing.
+
+Time: both engines in this one process on the same inputs, warmed up, then --repeat rounds
+that alternate octet / ONNX Runtime (one run each), min and median per engine. ONNX Runtime:
+CPU EP, ORT_ENABLE_ALL, intra_op_num_threads=T, inter_op_num_threads=1, spinning off (its
+spinning workers would otherwise take the core octet needs between its runs). octet:
+octet.InferenceSession(model, threads=T). The outputs are compared as a sanity check
+(minimum row cosine of the main output); the accuracy gate is tools/check_int8.py.
+
+Peak RSS: one child process per engine, model and thread count (a shared process cannot
+tell the two engines' memory apart): it imports numpy and the one engine, creates the
+session and runs the input twice. The table gives the child's peak RSS (VmHWM) and the
+part above the RSS it had after the imports, before the session (the model's own cost).
+
+    .venv/bin/python tools/bench_models.py [--models minilm,det] [--threads 1,2]
+        [--batches 1,32] [--minilm-variants dynamic,qop] [--repeat 7] [--no-rss]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+TOOLS = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(TOOLS, "models"))
+
+SEQ = 128
+
+
+def proc_status_kib(field):
+    """VmRSS (now) or VmHWM (peak) of this process in KiB. Not ru_maxrss: Linux carries the
+    parent's high-water mark into a forked child across exec, so a child started from a big
+    parent would report the parent's peak."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise SystemExit("bench_models: no %s in /proc/self/status" % field)
+
+
+def make_session(engine, path, threads):
+    if engine == "octet":
+        import octet
+        session = octet.InferenceSession(path, threads=threads)
+    else:
+        import onnxruntime as ort
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    return lambda feeds: session.run(None, feeds)
+
+
+def rss_child(engine, path, threads, feeds_path):
+    """Runs in a child process: prints {"base": KiB, "peak": KiB} as JSON."""
+    feeds = dict(np.load(feeds_path))
+    if engine == "octet":
+        import octet  # noqa: F401
+    else:
+        import onnxruntime  # noqa: F401
+    base = proc_status_kib("VmRSS")
+    run = make_session(engine, path, threads)
+    for _ in range(2):
+        run(feeds)
+    print(json.dumps({"base": base, "peak": proc_status_kib("VmHWM")}))
+
+
+def measure_rss(engine, path, threads, feeds_path):
+    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--rss-child", engine, path,
+                          str(threads), feeds_path], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit("bench_models: RSS child for %s on %s failed:\n%s"
+                         % (engine, path, out.stderr[-2000:]))
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def min_row_cosine(a, b):
+    a = a.reshape(-1, a.shape[-1]).astype(np.float64)
+    b = b.reshape(-1, b.shape[-1]).astype(np.float64)
+    norms = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
+    cos = (a * b).sum(1) / np.where(norms > 0, norms, 1)
+    return float(np.where(norms > 0, cos, 1.0).min())
+
+
+def rows(args):
+    """(label, model path, feeds) for every requested model and input."""
+    result = []
+    if "minilm" in args.models:
+        import build_minilm
+        paths = build_minilm.build(6, SEQ, args.minilm_variants, log=print)
+        for batch in args.batches:
+            feeds = build_minilm.eval_feeds(SEQ, batch)
+            for variant in args.minilm_variants:
+                result.append(("minilm-L6 %s b%d s%d" % (variant, batch, SEQ), paths[variant],
+                               feeds))
+    if "det" in args.models:
+        import build_cnn
+        paths = build_cnn.build(args.det_size, args.det_variants)
+        feeds = build_cnn.eval_feeds(args.det_size)[0]
+        for variant in args.det_variants:
+            result.append(("det-%d %s 1 image" % (args.det_size, variant), paths[variant], feeds))
+    return result
+
+
+def timed_rounds(runs, feeds, repeat):
+    """Alternating rounds: {engine: [seconds, ...]}."""
+    times = {engine: [] for engine in runs}
+    for _ in range(repeat):
+        for engine, run in runs.items():
+            start = time.perf_counter()
+            run(feeds)
+            times[engine].append(time.perf_counter() - start)
+    return times
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", default="minilm,det", help="minilm, det or both")
+    parser.add_argument("--threads", default="1,2", help="comma-separated thread counts")
+    parser.add_argument("--batches", default="1,32", help="MiniLM batch sizes (seq 128)")
+    parser.add_argument("--minilm-variants", default="dynamic,qdq_pc,qdq_pt,qop")
+    parser.add_argument("--det-size", type=int, default=416)
+    parser.add_argument("--det-variants", default="qdq_pc,qop")
+    parser.add_argument("--repeat", type=int, default=7, help="timed rounds per engine")
+    parser.add_argument("--no-rss", action="store_true", help="skip the peak-RSS children")
+    parser.add_argument("--rss-child", nargs=4, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.rss_child:
+        engine, path, threads, feeds_path = args.rss_child
+        rss_child(engine, path, int(threads), feeds_path)
+        return 0
+    args.models = args.models.split(",")
+    args.threads = [int(t) for t in args.threads.split(",")]
+    args.batches = [int(b) for b in args.batches.split(",")]
+    args.minilm_variants = args.minilm_variants.split(",")
+    args.det_variants = args.det_variants.split(",")
+
+    import onnxruntime as ort
+    print("# onnxruntime %s, numpy %s, %s, %d cores; load before %s" % (
+        ort.__version__, np.__version__, platform.machine(), os.cpu_count(),
+        tuple(round(v, 2) for v in os.getloadavg())))
+    print("| model | threads | octet min / median (ms) | ORT min / median (ms) | ORT/octet (min) "
+          "| ORT/octet (median) | peak RSS octet / ORT (MiB) | above imports octet / ORT (MiB) "
+          "| min row cosine vs ORT |")
+    print("|---|---|---|---|---|---|---|---|---|", flush=True)
+    with tempfile.TemporaryDirectory(prefix="octet_bench_models_") as scratch:
+        for label, path, feeds in rows(args):
+            feeds_path = os.path.join(scratch, "feeds.npz")
+            np.savez(feeds_path, **feeds)
+            for threads in args.threads:
+                try:
+                    runs = {engine: make_session(engine, path, threads)
+                            for engine in ("octet", "ort")}
+                except Exception as error:  # octet.OctetError: a row octet cannot run yet
+                    print("| %s | %d | refused: %s |" % (label, threads, str(error)[:160]),
+                          flush=True)
+                    continue
+                outputs = {engine: run(feeds) for engine, run in runs.items()}  # warm-up
+                cosine = min_row_cosine(outputs["octet"][0], outputs["ort"][0])
+                times = timed_rounds(runs, feeds, args.repeat)
+                del runs, outputs
+                o_min, r_min = min(times["octet"]), min(times["ort"])
+                o_med, r_med = statistics.median(times["octet"]), statistics.median(times["ort"])
+                rss = "— | —"
+                if not args.no_rss:
+                    o, r = (measure_rss(engine, path, threads, feeds_path)
+                            for engine in ("octet", "ort"))
+                    rss = "%.0f / %.0f | %.0f / %.0f" % (
+                        o["peak"] / 1024, r["peak"] / 1024, (o["peak"] - o["base"]) / 1024,
+                        (r["peak"] - r["base"]) / 1024)
+                print("| %s | %d | %.1f / %.1f | %.1f / %.1f | %.2f | %.2f | %s | %.4f |" % (
+                    label, threads, o_min * 1e3, o_med * 1e3, r_min * 1e3, r_med * 1e3,
+                    r_min / o_min, r_med / o_med, rss, cosine), flush=True)
+    print("# load after %s" % (tuple(round(v, 2) for v in os.getloadavg()),))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
