@@ -18,35 +18,34 @@ namespace {
 // bfloat16 / float8, int8 / uint8 values for int4 / uint4 (one per byte).
 py::dtype StorageDType(DType t) {
   switch (t) {
-  case DType::kFloat32:
-    return py::dtype::of<float>();
-  case DType::kFloat64:
-    return py::dtype::of<double>();
-  case DType::kInt8:
-  case DType::kInt4:
-    return py::dtype::of<int8_t>();
-  case DType::kUInt8:
-  case DType::kUInt4:
-  case DType::kBool:
-    return py::dtype::of<uint8_t>();
-  case DType::kInt16:
-    return py::dtype::of<int16_t>();
-  case DType::kUInt16:
-  case DType::kFloat16:
-  case DType::kBFloat16:
-    return py::dtype::of<uint16_t>();
-  case DType::kInt32:
-    return py::dtype::of<int32_t>();
-  case DType::kUInt32:
-    return py::dtype::of<uint32_t>();
-  case DType::kInt64:
-    return py::dtype::of<int64_t>();
-  case DType::kUInt64:
-    return py::dtype::of<uint64_t>();
-  default:
-    if (IsFloat8(t))
+    case DType::kFloat32:
+      return py::dtype::of<float>();
+    case DType::kFloat64:
+      return py::dtype::of<double>();
+    case DType::kInt8:
+    case DType::kInt4:
+      return py::dtype::of<int8_t>();
+    case DType::kUInt8:
+    case DType::kUInt4:
+    case DType::kBool:
       return py::dtype::of<uint8_t>();
-    Fail("tensors of type ", DTypeName(t), " cannot be passed to Python");
+    case DType::kInt16:
+      return py::dtype::of<int16_t>();
+    case DType::kUInt16:
+    case DType::kFloat16:
+    case DType::kBFloat16:
+      return py::dtype::of<uint16_t>();
+    case DType::kInt32:
+      return py::dtype::of<int32_t>();
+    case DType::kUInt32:
+      return py::dtype::of<uint32_t>();
+    case DType::kInt64:
+      return py::dtype::of<int64_t>();
+    case DType::kUInt64:
+      return py::dtype::of<uint64_t>();
+    default:
+      if (IsFloat8(t)) return py::dtype::of<uint8_t>();
+      Fail("tensors of type ", DTypeName(t), " cannot be passed to Python");
   }
 }
 
@@ -64,22 +63,21 @@ py::list Describe(const std::vector<TensorInfo> &infos) {
       else
         shape.append(py::none());
     }
-    result.append(py::make_tuple(info.name, static_cast<int>(info.dtype),
-                                 DTypeName(info.dtype), shape, info.has_shape));
+    result.append(py::make_tuple(info.name, static_cast<int>(info.dtype), DTypeName(info.dtype),
+                                 shape, info.has_shape));
   }
   return result;
 }
 
 class PySession {
-public:
+ public:
   PySession(const py::object &model, int threads) {
     SessionOptions options;
     options.threads = threads;
     if (py::isinstance<py::bytes>(model)) {
       std::string bytes = model.cast<std::string>();
       py::gil_scoped_release release;
-      session_ =
-          InferenceSession::FromBytes(bytes.data(), bytes.size(), options);
+      session_ = InferenceSession::FromBytes(bytes.data(), bytes.size(), options);
     } else {
       std::string path = model.cast<std::string>();
       py::gil_scoped_release release;
@@ -92,21 +90,17 @@ public:
 
   // feeds: (name, dtype code, C-contiguous storage array); returns
   // (dtype code, storage array) per output.
-  py::list Run(const std::vector<std::string> &output_names,
-               const py::list &feeds) {
+  py::list Run(const std::vector<std::string> &output_names, const py::list &feeds) {
     std::vector<std::pair<std::string, Tensor>> tensors;
     for (const py::handle &item : feeds) {
-      auto [name, code, array] =
-          item.cast<std::tuple<std::string, int, py::array>>();
+      auto [name, code, array] = item.cast<std::tuple<std::string, int, py::array>>();
       Shape shape(array.shape(), array.shape() + array.ndim());
       // A fresh tensor, not a view of numpy memory: kernels rely on octet's
       // alignment and padding.
       Tensor t(static_cast<DType>(code), shape);
-      OCTET_CHECK(static_cast<size_t>(array.nbytes()) == t.nbytes(),
-                  "internal: input '", name, "' has ", array.nbytes(),
-                  " bytes, expected ", t.nbytes());
-      if (t.nbytes())
-        std::memcpy(t.raw(), array.data(), t.nbytes());
+      OCTET_CHECK(static_cast<size_t>(array.nbytes()) == t.nbytes(), "internal: input '", name,
+                  "' has ", array.nbytes(), " bytes, expected ", t.nbytes());
+      if (t.nbytes()) std::memcpy(t.raw(), array.data(), t.nbytes());
       tensors.emplace_back(name, std::move(t));
     }
     std::vector<Tensor> results;
@@ -121,36 +115,32 @@ public:
         // Nothing else (an initializer, a feed, another output) shares these
         // bytes: numpy takes the tensor over instead of copying it.
         auto *owned = new Tensor(std::move(t));
-        py::capsule release(owned,
-                            [](void *p) { delete static_cast<Tensor *>(p); });
-        out.append(py::make_tuple(static_cast<int>(owned->dtype()),
-                                  py::array(StorageDType(owned->dtype()), shape,
-                                            owned->raw(), release)));
+        py::capsule release(owned, [](void *p) { delete static_cast<Tensor *>(p); });
+        out.append(
+            py::make_tuple(static_cast<int>(owned->dtype()),
+                           py::array(StorageDType(owned->dtype()), shape, owned->raw(), release)));
         continue;
       }
       py::array array(StorageDType(t.dtype()), shape);
-      if (t.nbytes())
-        std::memcpy(array.mutable_data(), t.raw(), t.nbytes());
+      if (t.nbytes()) std::memcpy(array.mutable_data(), t.raw(), t.nbytes());
       out.append(py::make_tuple(static_cast<int>(t.dtype()), array));
     }
     return out;
   }
 
-private:
+ private:
   std::unique_ptr<InferenceSession> session_;
 };
 
-} // namespace
-} // namespace octet
+}  // namespace
+}  // namespace octet
 
 PYBIND11_MODULE(_octet, m) {
   m.doc() = "octet engine binding; use the octet package, not this module";
   py::register_exception<octet::Error>(m, "OctetError", PyExc_RuntimeError);
   py::class_<octet::PySession>(m, "Session")
-      .def(py::init<const py::object &, int>(), py::arg("model"),
-           py::arg("threads"))
+      .def(py::init<const py::object &, int>(), py::arg("model"), py::arg("threads"))
       .def("inputs", &octet::PySession::inputs)
       .def("outputs", &octet::PySession::outputs)
-      .def("run", &octet::PySession::Run, py::arg("output_names"),
-           py::arg("feeds"));
+      .def("run", &octet::PySession::Run, py::arg("output_names"), py::arg("feeds"));
 }

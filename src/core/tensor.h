@@ -16,10 +16,10 @@ using Shape = std::vector<int64_t>;
 
 // Product of dims; throws on a negative dim or on overflow.
 int64_t NumElements(const Shape &shape);
-std::string ShapeToString(const Shape &shape); // "[2,3,4]"
+std::string ShapeToString(const Shape &shape);  // "[2,3,4]"
 
 class Tensor {
-public:
+ public:
   Tensor() = default;
   // Allocates zero-initialized storage for shape.
   Tensor(DType dtype, Shape shape);
@@ -28,17 +28,14 @@ public:
   static Tensor Uninitialized(DType dtype, Shape shape);
 
   // Wraps external memory without owning it (owner keeps it alive).
-  static Tensor View(DType dtype, Shape shape, void *data,
-                     std::shared_ptr<void> owner = nullptr);
+  static Tensor View(DType dtype, Shape shape, void *data, std::shared_ptr<void> owner = nullptr);
 
   DType dtype() const { return dtype_; }
   const Shape &shape() const { return shape_; }
   size_t rank() const { return shape_.size(); }
   int64_t dim(size_t i) const { return shape_[i]; }
   int64_t numel() const { return numel_; }
-  size_t nbytes() const {
-    return static_cast<size_t>(numel_) * DTypeSize(dtype_);
-  }
+  size_t nbytes() const { return static_cast<size_t>(numel_) * DTypeSize(dtype_); }
   bool defined() const { return dtype_ != DType::kUndefined; }
   // True when this tensor owns its storage and no other Tensor shares it, so a
   // caller may hand the bytes on without copying (never true for views).
@@ -49,11 +46,13 @@ public:
 
   // Typed access; checks that T matches dtype() (4-bit types are int8/uint8
   // bytes, float16/bfloat16 are uint16_t bits, float8 types are uint8_t bits).
-  template <typename T> T *data() {
+  template <typename T>
+  T *data() {
     CheckType(sizeof(T), DTypeOf<T>::value);
     return static_cast<T *>(data_);
   }
-  template <typename T> const T *data() const {
+  template <typename T>
+  const T *data() const {
     CheckType(sizeof(T), DTypeOf<T>::value);
     return static_cast<const T *>(data_);
   }
@@ -62,7 +61,7 @@ public:
   Tensor Reshaped(Shape shape) const;
   Tensor Clone() const;
 
-private:
+ private:
   void CheckType(size_t elem_size, DType requested) const;
   Tensor(DType dtype, Shape shape, bool zero_fill);
 
@@ -73,4 +72,4 @@ private:
   void *data_ = nullptr;
 };
 
-} // namespace octet
+}  // namespace octet

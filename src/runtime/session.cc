@@ -26,35 +26,32 @@ struct CompiledNode {
 
 TensorInfo MakeInfo(const Value &v) {
   TensorInfo info{v.name, v.dtype, {}, v.shape.has_value()};
-  if (v.shape)
-    info.shape = *v.shape;
+  if (v.shape) info.shape = *v.shape;
   return info;
 }
 
 std::string DimToString(const Dim &d) {
-  if (d.value)
-    return std::to_string(*d.value);
+  if (d.value) return std::to_string(*d.value);
   return d.symbol.empty() ? "?" : d.symbol;
 }
 
 std::string DeclaredShape(const std::vector<Dim> &dims) {
   std::string s = "[";
   for (size_t i = 0; i < dims.size(); ++i) {
-    if (i)
-      s += ",";
+    if (i) s += ",";
     s += DimToString(dims[i]);
   }
   return s + "]";
 }
 
-} // namespace
+}  // namespace
 
 struct InferenceSession::Impl {
   Model model;
   std::unique_ptr<ThreadPool> pool;
   std::vector<CompiledNode> compiled;
   std::vector<TensorInfo> input_infos, output_infos;
-  std::vector<DType> value_types; // inferred dtype of every value
+  std::vector<DType> value_types;  // inferred dtype of every value
   // For each node, the values whose last consumer it is (freed after it runs).
   std::vector<std::vector<int>> release_after;
   // Kernels share one thread pool, so runs are serialized.
@@ -73,18 +70,14 @@ struct InferenceSession::Impl {
   void PrintProfile() const;
 
   void Prepare(int threads);
-  std::vector<Tensor>
-  Run(const std::vector<std::pair<std::string, Tensor>> &feeds,
-      const std::vector<std::string> &output_names);
-  void CheckFeed(const Value &v, const Tensor &t,
-                 std::map<std::string, int64_t> &symbols) const;
+  std::vector<Tensor> Run(const std::vector<std::pair<std::string, Tensor>> &feeds,
+                          const std::vector<std::string> &output_names);
+  void CheckFeed(const Value &v, const Tensor &t, std::map<std::string, int64_t> &symbols) const;
 };
 
 void InferenceSession::Impl::Prepare(int threads) {
-  OCTET_CHECK(threads >= 0, "threads must be >= 0 (0 = one per core), got ",
-              threads);
-  if (threads == 0)
-    threads = std::max(1u, std::thread::hardware_concurrency());
+  OCTET_CHECK(threads >= 0, "threads must be >= 0 (0 = one per core), got ", threads);
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
   pool = std::make_unique<ThreadPool>(threads);
 
   const char *profile_env = std::getenv("OCTET_PROFILE");
@@ -95,15 +88,12 @@ void InferenceSession::Impl::Prepare(int threads) {
   value_types.assign(g.values.size(), DType::kUndefined);
   for (int v : g.inputs) {
     const Value &val = g.values[v];
-    OCTET_CHECK(val.dtype != DType::kUndefined, "graph input '", val.name,
-                "' has no tensor type");
-    OCTET_CHECK(IsSupportedStorage(val.dtype), "graph input '", val.name,
-                "' has type ", DTypeName(val.dtype),
-                ", which octet does not support");
+    OCTET_CHECK(val.dtype != DType::kUndefined, "graph input '", val.name, "' has no tensor type");
+    OCTET_CHECK(IsSupportedStorage(val.dtype), "graph input '", val.name, "' has type ",
+                DTypeName(val.dtype), ", which octet does not support");
     value_types[v] = val.dtype;
   }
-  for (auto &[v, t] : g.initializers)
-    value_types[v] = t.dtype();
+  for (auto &[v, t] : g.initializers) value_types[v] = t.dtype();
 
   const KernelRegistry &registry = KernelRegistry::Global();
   for (const Node &node : g.nodes) {
@@ -115,17 +105,14 @@ void InferenceSession::Impl::Prepare(int threads) {
     }
     const KernelDef &def = registry.Find(node, in_types);
     std::vector<DType> out_types = def.infer_types(node, in_types);
-    OCTET_CHECK(out_types.size() >= node.outputs.size(), node.Describe(),
-                ": has ", node.outputs.size(),
-                " outputs, the operator defines ", out_types.size());
+    OCTET_CHECK(out_types.size() >= node.outputs.size(), node.Describe(), ": has ",
+                node.outputs.size(), " outputs, the operator defines ", out_types.size());
     for (size_t i = 0; i < node.outputs.size(); ++i) {
       int out = node.outputs[i];
-      if (out < 0)
-        continue;
+      if (out < 0) continue;
       DType declared = g.values[out].dtype;
-      OCTET_CHECK(declared == DType::kUndefined || declared == out_types[i],
-                  node.Describe(), ": output '", g.values[out].name,
-                  "' is declared ", DTypeName(declared),
+      OCTET_CHECK(declared == DType::kUndefined || declared == out_types[i], node.Describe(),
+                  ": output '", g.values[out].name, "' is declared ", DTypeName(declared),
                   " but the operator produces ", DTypeName(out_types[i]));
       value_types[out] = out_types[i];
     }
@@ -133,11 +120,10 @@ void InferenceSession::Impl::Prepare(int threads) {
     compiled.push_back(CompiledNode{&node, def.create(init), out_types});
   }
 
-  for (int v : g.inputs)
-    input_infos.push_back(MakeInfo(g.values[v]));
+  for (int v : g.inputs) input_infos.push_back(MakeInfo(g.values[v]));
   for (int v : g.outputs) {
-    OCTET_CHECK(value_types[v] != DType::kUndefined, "graph output '",
-                g.values[v].name, "' is not produced by any node");
+    OCTET_CHECK(value_types[v] != DType::kUndefined, "graph output '", g.values[v].name,
+                "' is not produced by any node");
     TensorInfo info = MakeInfo(g.values[v]);
     info.dtype = value_types[v];
     output_infos.push_back(info);
@@ -148,37 +134,31 @@ void InferenceSession::Impl::Prepare(int threads) {
   std::vector<int> last_use(g.values.size(), -1);
   for (size_t n = 0; n < g.nodes.size(); ++n)
     for (int in : g.nodes[n].inputs)
-      if (in >= 0)
-        last_use[in] = static_cast<int>(n);
+      if (in >= 0) last_use[in] = static_cast<int>(n);
   std::set<int> keep(g.outputs.begin(), g.outputs.end());
   release_after.assign(g.nodes.size(), {});
   for (size_t v = 0; v < g.values.size(); ++v)
-    if (last_use[v] >= 0 && !keep.count(static_cast<int>(v)) &&
-        !g.values[v].initializer)
+    if (last_use[v] >= 0 && !keep.count(static_cast<int>(v)) && !g.values[v].initializer)
       release_after[last_use[v]].push_back(static_cast<int>(v));
 }
 
-void InferenceSession::Impl::CheckFeed(
-    const Value &v, const Tensor &t,
-    std::map<std::string, int64_t> &symbols) const {
-  OCTET_CHECK(t.dtype() == v.dtype, "input '", v.name, "' must be ",
-              DTypeName(v.dtype), ", got ", DTypeName(t.dtype()));
-  if (!v.shape)
-    return;
+void InferenceSession::Impl::CheckFeed(const Value &v, const Tensor &t,
+                                       std::map<std::string, int64_t> &symbols) const {
+  OCTET_CHECK(t.dtype() == v.dtype, "input '", v.name, "' must be ", DTypeName(v.dtype), ", got ",
+              DTypeName(t.dtype()));
+  if (!v.shape) return;
   const auto &dims = *v.shape;
-  OCTET_CHECK(t.rank() == dims.size(), "input '", v.name, "' must have rank ",
-              dims.size(), " ", DeclaredShape(dims), ", got shape ",
-              ShapeToString(t.shape()));
+  OCTET_CHECK(t.rank() == dims.size(), "input '", v.name, "' must have rank ", dims.size(), " ",
+              DeclaredShape(dims), ", got shape ", ShapeToString(t.shape()));
   for (size_t i = 0; i < dims.size(); ++i) {
     if (dims[i].value) {
-      OCTET_CHECK(t.dim(i) == *dims[i].value, "input '", v.name, "' dimension ",
-                  i, " must be ", *dims[i].value, " ", DeclaredShape(dims),
-                  ", got shape ", ShapeToString(t.shape()));
+      OCTET_CHECK(t.dim(i) == *dims[i].value, "input '", v.name, "' dimension ", i, " must be ",
+                  *dims[i].value, " ", DeclaredShape(dims), ", got shape ",
+                  ShapeToString(t.shape()));
     } else if (!dims[i].symbol.empty()) {
       auto [it, inserted] = symbols.emplace(dims[i].symbol, t.dim(i));
-      OCTET_CHECK(inserted || it->second == t.dim(i), "input '", v.name,
-                  "' dimension ", i, " ('", dims[i].symbol, "') is ", t.dim(i),
-                  " but another input set it to ", it->second);
+      OCTET_CHECK(inserted || it->second == t.dim(i), "input '", v.name, "' dimension ", i, " ('",
+                  dims[i].symbol, "') is ", t.dim(i), " but another input set it to ", it->second);
     }
   }
 }
@@ -193,22 +173,18 @@ std::vector<Tensor> InferenceSession::Impl::Run(
   for (const auto &[name, tensor] : feeds) {
     int id = -1;
     for (int v : g.inputs)
-      if (g.values[v].name == name)
-        id = v;
+      if (g.values[v].name == name) id = v;
     if (id < 0) {
       std::string names;
-      for (int v : g.inputs)
-        names += (names.empty() ? "" : ", ") + g.values[v].name;
+      for (int v : g.inputs) names += (names.empty() ? "" : ", ") + g.values[v].name;
       Fail("unknown input name '", name, "'; the model's inputs are: ", names);
     }
-    OCTET_CHECK(!slots[id].defined(), "input '", name,
-                "' is fed more than once");
+    OCTET_CHECK(!slots[id].defined(), "input '", name, "' is fed more than once");
     CheckFeed(g.values[id], tensor, symbols);
     slots[id] = tensor;
   }
   for (int v : g.inputs)
-    OCTET_CHECK(slots[v].defined(), "input '", g.values[v].name,
-                "' was not fed");
+    OCTET_CHECK(slots[v].defined(), "input '", g.values[v].name, "' was not fed");
 
   std::vector<int> wanted;
   if (output_names.empty()) {
@@ -217,120 +193,91 @@ std::vector<Tensor> InferenceSession::Impl::Run(
     for (const auto &name : output_names) {
       int id = -1;
       for (int v : g.outputs)
-        if (g.values[v].name == name)
-          id = v;
+        if (g.values[v].name == name) id = v;
       OCTET_CHECK(id >= 0, "unknown output name '", name, "'");
       wanted.push_back(id);
     }
   }
 
   auto lookup = [&](int v) -> const Tensor * {
-    if (v < 0)
-      return nullptr;
-    if (g.values[v].initializer)
-      return g.values[v].initializer;
+    if (v < 0) return nullptr;
+    if (g.values[v].initializer) return g.values[v].initializer;
     return &slots[v];
   };
   for (size_t n = 0; n < compiled.size(); ++n) {
     const CompiledNode &c = compiled[n];
     std::vector<const Tensor *> inputs;
-    for (int in : c.node->inputs)
-      inputs.push_back(lookup(in));
+    for (int in : c.node->inputs) inputs.push_back(lookup(in));
     KernelContext ctx(*c.node, std::move(inputs), pool.get());
-    const auto start = profile ? std::chrono::steady_clock::now()
-                               : std::chrono::steady_clock::time_point();
+    const auto start =
+        profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     c.kernel->Run(ctx);
     if (profile) {
-      OpTime &t = op_times[c.node->domain.empty()
-                               ? c.node->op_type
-                               : c.node->domain + "." + c.node->op_type];
-      t.seconds += std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - start)
-                       .count();
+      OpTime &t = op_times[c.node->domain.empty() ? c.node->op_type
+                                                  : c.node->domain + "." + c.node->op_type];
+      t.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       ++t.calls;
     }
     for (size_t i = 0; i < c.node->outputs.size(); ++i) {
       int out = c.node->outputs[i];
-      if (out < 0)
-        continue;
+      if (out < 0) continue;
       Tensor &t = ctx.outputs()[i];
       // A kernel that returns the wrong type is a bug in octet; never pass it
       // on.
-      OCTET_CHECK(t.defined() && t.dtype() == c.output_types[i],
-                  "internal: ", c.node->Describe(), " produced ",
-                  t.defined() ? DTypeName(t.dtype()) : "nothing",
-                  " for output '", g.values[out].name, "', expected ",
-                  DTypeName(c.output_types[i]));
+      OCTET_CHECK(t.defined() && t.dtype() == c.output_types[i], "internal: ", c.node->Describe(),
+                  " produced ", t.defined() ? DTypeName(t.dtype()) : "nothing", " for output '",
+                  g.values[out].name, "', expected ", DTypeName(c.output_types[i]));
       slots[out] = std::move(t);
     }
-    for (int v : release_after[n])
-      slots[v] = Tensor();
+    for (int v : release_after[n]) slots[v] = Tensor();
   }
 
-  if (profile)
-    ++profiled_runs;
+  if (profile) ++profiled_runs;
   std::vector<Tensor> results;
-  for (int v : wanted)
-    results.push_back(*lookup(v));
+  for (int v : wanted) results.push_back(*lookup(v));
   return results;
 }
 
 void InferenceSession::Impl::PrintProfile() const {
-  if (!profile || profiled_runs == 0)
-    return;
-  std::vector<std::pair<std::string, OpTime>> rows(op_times.begin(),
-                                                   op_times.end());
-  std::sort(rows.begin(), rows.end(), [](const auto &a, const auto &b) {
-    return a.second.seconds > b.second.seconds;
-  });
+  if (!profile || profiled_runs == 0) return;
+  std::vector<std::pair<std::string, OpTime>> rows(op_times.begin(), op_times.end());
+  std::sort(rows.begin(), rows.end(),
+            [](const auto &a, const auto &b) { return a.second.seconds > b.second.seconds; });
   double total = 0;
-  for (const auto &[op, t] : rows)
-    total += t.seconds;
+  for (const auto &[op, t] : rows) total += t.seconds;
   std::fprintf(stderr, "octet profile: %lld runs, %.3f ms per run in kernels\n",
-               static_cast<long long>(profiled_runs),
-               1e3 * total / profiled_runs);
+               static_cast<long long>(profiled_runs), 1e3 * total / profiled_runs);
   for (const auto &[op, t] : rows)
-    std::fprintf(stderr, "  %-36s %9.3f ms/run %5.1f%% %7lld calls/run\n",
-                 op.c_str(), 1e3 * t.seconds / profiled_runs,
-                 100 * t.seconds / total,
+    std::fprintf(stderr, "  %-36s %9.3f ms/run %5.1f%% %7lld calls/run\n", op.c_str(),
+                 1e3 * t.seconds / profiled_runs, 100 * t.seconds / total,
                  static_cast<long long>(t.calls / profiled_runs));
 }
 
-InferenceSession::InferenceSession(std::unique_ptr<Impl> impl)
-    : impl_(std::move(impl)) {}
+InferenceSession::InferenceSession(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 InferenceSession::~InferenceSession() = default;
 
-std::unique_ptr<InferenceSession>
-InferenceSession::FromFile(const std::string &path,
-                           const SessionOptions &options) {
+std::unique_ptr<InferenceSession> InferenceSession::FromFile(const std::string &path,
+                                                             const SessionOptions &options) {
   auto impl = std::make_unique<Impl>();
   impl->model = LoadModelFromFile(path);
   impl->Prepare(options.threads);
-  return std::unique_ptr<InferenceSession>(
-      new InferenceSession(std::move(impl)));
+  return std::unique_ptr<InferenceSession>(new InferenceSession(std::move(impl)));
 }
 
-std::unique_ptr<InferenceSession>
-InferenceSession::FromBytes(const void *data, size_t size,
-                            const SessionOptions &options) {
+std::unique_ptr<InferenceSession> InferenceSession::FromBytes(const void *data, size_t size,
+                                                              const SessionOptions &options) {
   auto impl = std::make_unique<Impl>();
   impl->model = LoadModelFromBytes(data, size, "");
   impl->Prepare(options.threads);
-  return std::unique_ptr<InferenceSession>(
-      new InferenceSession(std::move(impl)));
+  return std::unique_ptr<InferenceSession>(new InferenceSession(std::move(impl)));
 }
 
-const std::vector<TensorInfo> &InferenceSession::inputs() const {
-  return impl_->input_infos;
-}
-const std::vector<TensorInfo> &InferenceSession::outputs() const {
-  return impl_->output_infos;
-}
+const std::vector<TensorInfo> &InferenceSession::inputs() const { return impl_->input_infos; }
+const std::vector<TensorInfo> &InferenceSession::outputs() const { return impl_->output_infos; }
 
-std::vector<Tensor>
-InferenceSession::Run(const std::vector<std::pair<std::string, Tensor>> &feeds,
-                      const std::vector<std::string> &output_names) {
+std::vector<Tensor> InferenceSession::Run(const std::vector<std::pair<std::string, Tensor>> &feeds,
+                                          const std::vector<std::string> &output_names) {
   return impl_->Run(feeds, output_names);
 }
 
-} // namespace octet
+}  // namespace octet
