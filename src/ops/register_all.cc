@@ -18,6 +18,7 @@ const KernelRegistry& KernelRegistry::Global() {
     RegisterShapeOps(r);
     RegisterQLinearBinaryOps(r);
     RegisterQLinearMiscOps(r);
+    RegisterLookupTableOps(r);
     return r;
   }();
   return registry;

@@ -9,6 +9,7 @@
 #include "rewrite/qdq_activation.h"
 #include "rewrite/qdq_binary.h"
 #include "rewrite/qdq_conv.h"
+#include "rewrite/qdq_lookup.h"
 #include "rewrite/qdq_matmul.h"
 #include "rewrite/qdq_movement.h"
 
@@ -29,6 +30,8 @@ QdqReport RunQdqPasses(Graph& graph) {
   AbsorbQdqActivations(graph, report);
   ElideQdqAroundMovement(graph, report);
   FuseQdqBinary(graph, report, ort_uint8_values);
+  // OCTET_QDQ_LOOKUP=0: the control for the lookup tables alone (every other pass runs).
+  if (!EnvIs("OCTET_QDQ_LOOKUP", "0")) FoldPointwiseChainsToTables(graph, report);
   return report;
 }
 
