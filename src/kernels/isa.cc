@@ -22,6 +22,7 @@ struct CpuFeatures {
   bool avx2 = false;         // AVX2 + FMA + F16C with OS-saved ymm state
   bool avx_vnni = false;     // AVX-VNNI (VEX vpdpbusd) on top of avx2
   bool avx512_vnni = false;  // AVX-512 F/BW/DQ/VL/VNNI with OS-saved zmm state
+  bool avx512_vbmi = false;  // AVX512_VBMI (byte permutes) on top of avx512_vnni
   bool neon_dot = false;     // Armv8.2 SDOT/UDOT
 };
 
@@ -48,7 +49,7 @@ CpuFeatures DetectFeatures() {
   __cpuid_count(7, 0, eax, ebx, ecx, edx);
   const bool avx2 = ebx & (1u << 5), avx512f = ebx & (1u << 16), avx512dq = ebx & (1u << 17),
              avx512bw = ebx & (1u << 30), avx512vl = ebx & (1u << 31),
-             avx512vnni = ecx & (1u << 11);
+             avx512vnni = ecx & (1u << 11), avx512vbmi = ecx & (1u << 1);
   const unsigned max_subleaf = eax;
   bool avxvnni = false;
   if (max_subleaf >= 1) {
@@ -58,6 +59,7 @@ CpuFeatures DetectFeatures() {
   f.avx2 = os_ymm && avx2 && fma && f16c;
   f.avx_vnni = f.avx2 && avxvnni;
   f.avx512_vnni = f.avx2 && os_zmm && avx512f && avx512dq && avx512bw && avx512vl && avx512vnni;
+  f.avx512_vbmi = f.avx512_vnni && avx512vbmi;
 #elif defined(__aarch64__) && defined(__linux__)
   f.neon_dot = getauxval(AT_HWCAP) & HWCAP_ASIMDDP;
 #elif defined(__aarch64__) && defined(__ARM_FEATURE_DOTPROD)
@@ -72,6 +74,8 @@ const CpuFeatures& Features() {
 }
 
 }  // namespace
+
+bool HasAvx512Vbmi() { return Features().avx512_vbmi; }
 
 const char* IsaName(Isa isa) {
   switch (isa) {

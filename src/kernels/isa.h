@@ -23,6 +23,10 @@ bool IsaSupported(Isa isa);
 // Why `isa` cannot run here (empty when IsaSupported(isa)).
 const char* IsaUnsupportedReason(Isa isa);
 
+// AVX512_VBMI (64-byte permutes) on this CPU, on top of everything kAvx512Vnni needs.
+// Kernels that use it run only when ActiveIsa() is kAvx512Vnni.
+bool HasAvx512Vbmi();
+
 // The fastest supported path.
 Isa BestIsa();
 

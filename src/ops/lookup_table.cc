@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "kernels/int8/lookup.h"
 #include "ops/registry.h"
 #include "rewrite/qdq_lookup.h"
 #include "runtime/thread_pool.h"
@@ -17,13 +18,9 @@ namespace octet {
 
 namespace {
 
-// Elements per parallel task: a lookup is ~1 ns, so smaller tasks cost more than they save.
+// Elements per parallel task: lookups take well under a nanosecond each, so smaller tasks
+// would cost more to hand out than they save.
 constexpr int64_t kChunk = 1 << 16;
-
-template <typename T>
-void Gather(const uint8_t* x, uint8_t index_offset, const T* table, T* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] = table[static_cast<uint8_t>(x[i] + index_offset)];
-}
 
 class LookupTableKernel : public OpKernel {
  public:
@@ -43,25 +40,9 @@ class LookupTableKernel : public OpKernel {
     const size_t size = DTypeSize(table.dtype());
     const int64_t n = x.numel();
     ParallelFor(ctx.pool(), (n + kChunk - 1) / kChunk, [&](int64_t begin, int64_t end) {
-      const int64_t lo = begin * kChunk, count = std::min(n, end * kChunk) - lo;
-      void* out = static_cast<uint8_t*>(y.raw()) + lo * size;
-      switch (size) {
-        case 1:
-          Gather(in + lo, offset, static_cast<const uint8_t*>(table.raw()),
-                 static_cast<uint8_t*>(out), count);
-          break;
-        case 2:
-          Gather(in + lo, offset, static_cast<const uint16_t*>(table.raw()),
-                 static_cast<uint16_t*>(out), count);
-          break;
-        case 4:
-          Gather(in + lo, offset, static_cast<const uint32_t*>(table.raw()),
-                 static_cast<uint32_t*>(out), count);
-          break;
-        default:
-          Gather(in + lo, offset, static_cast<const uint64_t*>(table.raw()),
-                 static_cast<uint64_t*>(out), count);
-      }
+      const int64_t lo = begin * kChunk;
+      LookupTable256(in + lo, std::min(n, end * kChunk) - lo, offset, table.raw(), size,
+                     static_cast<uint8_t*>(y.raw()) + lo * size);
     });
   }
 };

@@ -1,0 +1,55 @@
+#include "kernels/int8/lookup.h"
+
+#include "core/error.h"
+#include "kernels/isa.h"
+
+namespace octet {
+
+namespace {
+
+template <typename T>
+void Gather(const uint8_t* x, int64_t n, uint8_t index_offset, const T* table, T* y) {
+  for (int64_t i = 0; i < n; ++i) y[i] = table[static_cast<uint8_t>(x[i] + index_offset)];
+}
+
+bool UseVbmi() {
+#if defined(__x86_64__) || defined(_M_X64)
+  static const bool use = ActiveIsa() == Isa::kAvx512Vnni && HasAvx512Vbmi();
+  return use;
+#else
+  return false;
+#endif
+}
+
+}  // namespace
+
+void LookupBytesScalar(const uint8_t* x, int64_t n, uint8_t index_offset, const uint8_t* table,
+                       uint8_t* y) {
+  Gather(x, n, index_offset, table, y);
+}
+
+void LookupTable256(const uint8_t* x, int64_t n, uint8_t index_offset, const void* table,
+                    size_t element_size, void* y) {
+  switch (element_size) {
+    case 1:
+#if defined(__x86_64__) || defined(_M_X64)
+      if (UseVbmi())
+        return LookupBytesAvx512Vbmi(x, n, index_offset, static_cast<const uint8_t*>(table),
+                                     static_cast<uint8_t*>(y));
+#endif
+      return LookupBytesScalar(x, n, index_offset, static_cast<const uint8_t*>(table),
+                               static_cast<uint8_t*>(y));
+    case 2:
+      return Gather(x, n, index_offset, static_cast<const uint16_t*>(table),
+                    static_cast<uint16_t*>(y));
+    case 4:
+      return Gather(x, n, index_offset, static_cast<const uint32_t*>(table),
+                    static_cast<uint32_t*>(y));
+    case 8:
+      return Gather(x, n, index_offset, static_cast<const uint64_t*>(table),
+                    static_cast<uint64_t*>(y));
+  }
+  Fail("internal: a lookup table of ", element_size, "-byte elements");
+}
+
+}  // namespace octet
