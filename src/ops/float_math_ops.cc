@@ -9,6 +9,7 @@
 
 #include "kernels/float/broadcast.h"
 #include "kernels/float/sgemm.h"
+#include "kernels/float/vmath.h"
 #include "ops/registry.h"
 #include "runtime/thread_pool.h"
 
@@ -40,29 +41,44 @@ int64_t NormalizeAxis(int64_t axis, int64_t rank, const Node& node) {
 
 // ---- Unary element-wise -----------------------------------------------------
 
-float Erf(float x) { return std::erf(x); }
-float Sigmoid(float x) { return 1.f / (1.f + std::exp(-x)); }
-float GeluErf(float x) { return 0.5f * x * (1.f + std::erf(x * static_cast<float>(M_SQRT1_2))); }
-float GeluTanh(float x) {
-  constexpr float kSqrt2OverPi = 0.7978845608028654f;
-  return 0.5f * x * (1.f + std::tanh(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
+// y[i] = f(x[i]) over n contiguous floats, with the node's attributes bound.
+using ArrayFn = std::function<void(const float* x, float* y, int64_t n)>;
+
+// An ArrayFn from a per-element function, inlined into the loop.
+template <typename Fn>
+ArrayFn PerElement(Fn fn) {
+  return [fn](const float* x, float* y, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] = fn(x[i]);
+  };
 }
 
-// A float -> float function with the node's attributes bound at creation.
+// A vmath function (kernels/float/vmath.h) as an ArrayFn, on the active path.
+template <void (*Fn)(const float*, float*, int64_t, Isa)>
+ArrayFn VectorMath() {
+  return [](const float* x, float* y, int64_t n) { Fn(x, y, n, ActiveIsa()); };
+}
+
+// Rough cost per element of a vmath function, in simple float operations:
+// how much work the pool needs before splitting an array pays.
+constexpr int64_t kTranscendentalCost = 16;
+
 class UnaryKernel : public OpKernel {
  public:
-  using Fn = std::function<float(float)>;
-  explicit UnaryKernel(Fn fn) : fn_(std::move(fn)) {}
+  UnaryKernel(ArrayFn fn, int64_t cost) : fn_(std::move(fn)), cost_(cost) {}
   void Run(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
-    Tensor& out = ctx.AllocateOutput(0, DType::kFloat32, x.shape());
     const float* px = x.data<float>();
-    float* po = out.data<float>();
-    for (int64_t i = 0; i < x.numel(); ++i) po[i] = fn_(px[i]);
+    // Every element is written.
+    float* po = ctx.AllocateUninitializedOutput(0, DType::kFloat32, x.shape()).data<float>();
+    // Elements are independent: any split gives the same bits.
+    vmath::ParallelForWork(
+        ctx.pool(), x.numel(), x.numel() * cost_,
+        [&](int64_t begin, int64_t end) { fn_(px + begin, po + begin, end - begin); });
   }
 
  private:
-  Fn fn_;
+  ArrayFn fn_;
+  int64_t cost_;
 };
 
 // Clip: bounds from attributes (opsets 6-10) or optional scalar inputs (11+);
@@ -78,12 +94,18 @@ class ClipKernel : public OpKernel {
     const Tensor& x = ctx.input(0);
     Tensor& out = ctx.AllocateOutput(0, x.dtype(), x.shape());
     switch (x.dtype()) {
-      case DType::kFloat32: return Apply<float>(ctx, x, out);
-      case DType::kInt8: return Apply<int8_t>(ctx, x, out);
-      case DType::kUInt8: return Apply<uint8_t>(ctx, x, out);
-      case DType::kInt32: return Apply<int32_t>(ctx, x, out);
-      case DType::kInt64: return Apply<int64_t>(ctx, x, out);
-      default: Fail(node_.Describe(), ": unsupported input type ", DTypeName(x.dtype()));
+      case DType::kFloat32:
+        return Apply<float>(ctx, x, out);
+      case DType::kInt8:
+        return Apply<int8_t>(ctx, x, out);
+      case DType::kUInt8:
+        return Apply<uint8_t>(ctx, x, out);
+      case DType::kInt32:
+        return Apply<int32_t>(ctx, x, out);
+      case DType::kInt64:
+        return Apply<int64_t>(ctx, x, out);
+      default:
+        Fail(node_.Describe(), ": unsupported input type ", DTypeName(x.dtype()));
     }
   }
 
@@ -318,7 +340,8 @@ class SoftmaxKernel : public OpKernel {
         coerce_2d_(init.node.opset < 13) {}
   void Run(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
-    Tensor& out = ctx.AllocateOutput(0, DType::kFloat32, x.shape());
+    // Every element is written.
+    Tensor& out = ctx.AllocateUninitializedOutput(0, DType::kFloat32, x.shape());
     const int64_t rank = static_cast<int64_t>(x.rank());
     if (x.numel() == 0) return;
     const int64_t axis = NormalizeAxis(axis_, std::max<int64_t>(rank, 1), ctx.node());
@@ -329,21 +352,22 @@ class SoftmaxKernel : public OpKernel {
     }
     const float* px = x.data<float>();
     float* po = out.data<float>();
-    for (int64_t o = 0; o < outer; ++o) {
-      for (int64_t in = 0; in < inner; ++in) {
-        const float* row = px + o * length * inner + in;
-        float* dst = po + o * length * inner + in;
-        float max_value = row[0];
-        for (int64_t j = 1; j < length; ++j) max_value = std::max(max_value, row[j * inner]);
-        double sum = 0;
-        for (int64_t j = 0; j < length; ++j) {
-          dst[j * inner] = std::exp(row[j * inner] - max_value);
-          sum += dst[j * inner];
-        }
-        const float scale = static_cast<float>(1.0 / sum);
-        for (int64_t j = 0; j < length; ++j) dst[j * inner] *= scale;
-      }
-    }
+    // One row per (outer, inner) pair; a strided row is gathered so that
+    // every row takes the same kernel.
+    vmath::ParallelForWork(ctx.pool(), outer * inner, x.numel() * kTranscendentalCost,
+                           [&](int64_t begin, int64_t end) {
+                             std::vector<float> row(inner == 1 ? 0 : length);
+                             for (int64_t r = begin; r < end; ++r) {
+                               const int64_t start = r / inner * length * inner + r % inner;
+                               if (inner == 1) {
+                                 vmath::SoftmaxRow(px + start, po + start, length);
+                                 continue;
+                               }
+                               for (int64_t j = 0; j < length; ++j) row[j] = px[start + j * inner];
+                               vmath::SoftmaxRow(row.data(), row.data(), length);
+                               for (int64_t j = 0; j < length; ++j) po[start + j * inner] = row[j];
+                             }
+                           });
   }
 
  private:
@@ -372,22 +396,17 @@ class LayerNormKernel : public OpKernel {
       OCTET_CHECK(b && *b == norm_shape, node.Describe(), ": ", what, " shape ",
                   ShapeToString(t.shape()), " does not broadcast to the normalized shape ",
                   ShapeToString(norm_shape));
-      return BroadcastStrides(t.shape(), norm_shape);
     };
-    const std::vector<int64_t> scale_strides = check_param(scale, "Scale");
+    check_param(scale, "Scale");
     const bool has_bias = ctx.has_input(2);
-    const std::vector<int64_t> bias_strides =
-        has_bias ? check_param(ctx.input(2), "B") : std::vector<int64_t>();
-    // Flat offsets of every normalized element into Scale and B.
+    if (has_bias) check_param(ctx.input(2), "B");
+    // Scale and B as rows of the normalized size (expanded when they broadcast).
     const int64_t size = NumElements(norm_shape);
-    std::vector<int64_t> scale_off(size), bias_off(size);
-    ForEachBroadcast<2>(norm_shape,
-                        {&scale.shape(), has_bias ? &ctx.input(2).shape() : &scale.shape()},
-                        [&](int64_t i, const std::array<int64_t, 2>& off) {
-                          scale_off[i] = off[0];
-                          bias_off[i] = off[1];
-                        });
-    Tensor& y = ctx.AllocateOutput(0, DType::kFloat32, x.shape());
+    std::vector<float> scale_row, bias_row;
+    const float* ps = ExpandedRow(scale, norm_shape, scale_row);
+    const float* pb = has_bias ? ExpandedRow(ctx.input(2), norm_shape, bias_row) : nullptr;
+    // Every element is written.
+    Tensor& y = ctx.AllocateUninitializedOutput(0, DType::kFloat32, x.shape());
     Shape stat_shape(x.shape().begin(), x.shape().begin() + axis);
     stat_shape.resize(rank, 1);
     float* mean_out = ctx.output_wanted(1)
@@ -398,28 +417,31 @@ class LayerNormKernel : public OpKernel {
                              : nullptr;
     const int64_t rows = size == 0 ? 0 : x.numel() / size;
     const float* px = x.data<float>();
-    const float* ps = scale.data<float>();
-    const float* pb = has_bias ? ctx.input(2).data<float>() : nullptr;
     float* py = y.data<float>();
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* row = px + r * size;
-      double sum = 0;
-      for (int64_t j = 0; j < size; ++j) sum += row[j];
-      const double mean = sum / size;
-      double square = 0;
-      for (int64_t j = 0; j < size; ++j) square += (row[j] - mean) * (row[j] - mean);
-      const float inv_std = static_cast<float>(1.0 / std::sqrt(square / size + epsilon_));
-      const float mean_f = static_cast<float>(mean);
-      for (int64_t j = 0; j < size; ++j) {
-        const float normalized = (row[j] - mean_f) * inv_std;
-        py[r * size + j] = normalized * ps[scale_off[j]] + (pb ? pb[bias_off[j]] : 0.f);
+    vmath::ParallelForWork(ctx.pool(), rows, x.numel() * 4, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        float mean, inv_std;
+        vmath::LayerNormRow(px + r * size, ps, pb, epsilon_, py + r * size, size, &mean, &inv_std);
+        if (mean_out) mean_out[r] = mean;
+        if (inv_std_out) inv_std_out[r] = inv_std;
       }
-      if (mean_out) mean_out[r] = mean_f;
-      if (inv_std_out) inv_std_out[r] = inv_std;
-    }
+    });
   }
 
  private:
+  // t's values over `norm_shape` as one contiguous row: t's own data when it
+  // has that many elements, else broadcast into `storage`.
+  static const float* ExpandedRow(const Tensor& t, const Shape& norm_shape,
+                                  std::vector<float>& storage) {
+    if (t.numel() == NumElements(norm_shape)) return t.data<float>();
+    storage.resize(NumElements(norm_shape));
+    const float* pt = t.data<float>();
+    ForEachBroadcast<1>(
+        norm_shape, {&t.shape()},
+        [&](int64_t i, const std::array<int64_t, 1>& off) { storage[i] = pt[off[0]]; });
+    return storage.data();
+  }
+
   int64_t axis_;
   float epsilon_;
 };
@@ -514,20 +536,31 @@ class FastGeluKernel : public OpKernel {
   explicit FastGeluKernel(const KernelInit&) {}
   void Run(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
-    Tensor& out = ctx.AllocateOutput(0, DType::kFloat32, x.shape());
     const float* px = x.data<float>();
-    float* po = out.data<float>();
+    const int64_t work = x.numel() * kTranscendentalCost;
     if (!ctx.has_input(1)) {
-      for (int64_t i = 0; i < x.numel(); ++i) po[i] = GeluTanh(px[i]);
+      // Every element is written.
+      float* po = ctx.AllocateUninitializedOutput(0, DType::kFloat32, x.shape()).data<float>();
+      vmath::ParallelForWork(ctx.pool(), x.numel(), work, [&](int64_t begin, int64_t end) {
+        vmath::GeluTanh(px + begin, po + begin, end - begin);
+      });
       return;
     }
     const Tensor& bias = ctx.input(1);
     OCTET_CHECK(bias.rank() == 1 && x.rank() >= 1 && bias.dim(0) == x.shape().back(),
                 ctx.node().Describe(), ": bias shape ", ShapeToString(bias.shape()),
                 " must be [last dim of input ", ShapeToString(x.shape()), "]");
+    float* po = ctx.AllocateUninitializedOutput(0, DType::kFloat32, x.shape()).data<float>();
     const float* pb = bias.data<float>();
     const int64_t width = bias.dim(0);
-    for (int64_t i = 0; i < x.numel(); ++i) po[i] = GeluTanh(px[i] + pb[i % width]);
+    const int64_t rows = width == 0 ? 0 : x.numel() / width;
+    vmath::ParallelForWork(ctx.pool(), rows, work, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        float* row = po + r * width;
+        vmath::Binary(BinaryOp::kAdd, px + r * width, 1, pb, 1, row, width);
+        vmath::GeluTanh(row, row, width);
+      }
+    });
   }
 };
 
@@ -537,39 +570,41 @@ void RegisterFloatMathOps(KernelRegistry& r) {
   auto float_output = [](const Node&, const std::vector<DType>&) {
     return std::vector<DType>{DType::kFloat32};
   };
-  auto unary = [&](const char* name, int since, auto make_fn) {
+  // make_fn(node) -> ArrayFn; cost: simple float operations per element.
+  auto unary = [&](const char* name, int since, int64_t cost, auto make_fn) {
     r.Register({kOnnxDomain, name, since, kLatest, AllFloat32, float_output,
-                [make_fn](const KernelInit& init) {
-                  return std::make_unique<UnaryKernel>(make_fn(init.node));
+                [make_fn, cost](const KernelInit& init) {
+                  return std::make_unique<UnaryKernel>(make_fn(init.node), cost);
                 }});
   };
+  auto simple = [](auto fn) { return [fn](const Node&) { return PerElement(fn); }; };
+  auto vector_math = [](ArrayFn fn) { return [fn](const Node&) { return fn; }; };
   // Opsets 1-5 of these had the legacy `consumed_inputs` attribute; not supported.
-  unary("Sqrt", 6, [](const Node&) { return [](float x) { return std::sqrt(x); }; });
-  unary("Exp", 6, [](const Node&) { return [](float x) { return std::exp(x); }; });
-  unary("Log", 6, [](const Node&) { return [](float x) { return std::log(x); }; });
-  unary("Reciprocal", 6, [](const Node&) { return [](float x) { return 1.f / x; }; });
-  unary("Tanh", 6, [](const Node&) { return [](float x) { return std::tanh(x); }; });
-  unary("Sigmoid", 6, [](const Node&) { return Sigmoid; });
-  unary("Erf", 9, [](const Node&) { return Erf; });
-  unary("Floor", 6, [](const Node&) { return [](float x) { return std::floor(x); }; });
-  unary("Ceil", 6, [](const Node&) { return [](float x) { return std::ceil(x); }; });
+  unary("Sqrt", 6, 1, simple([](float x) { return std::sqrt(x); }));
+  unary("Exp", 6, kTranscendentalCost, vector_math(VectorMath<vmath::Exp>()));
+  unary("Log", 6, kTranscendentalCost, simple([](float x) { return std::log(x); }));
+  unary("Reciprocal", 6, 1, simple([](float x) { return 1.f / x; }));
+  unary("Tanh", 6, kTranscendentalCost, vector_math(VectorMath<vmath::Tanh>()));
+  unary("Sigmoid", 6, kTranscendentalCost, vector_math(VectorMath<vmath::Logistic>()));
+  unary("Erf", 9, kTranscendentalCost, vector_math(VectorMath<vmath::Erf>()));
+  unary("Floor", 6, 1, simple([](float x) { return std::floor(x); }));
+  unary("Ceil", 6, 1, simple([](float x) { return std::ceil(x); }));
   // Round: half to even (the default FP rounding mode).
-  unary("Round", 11, [](const Node&) { return [](float x) { return std::nearbyint(x); }; });
-  unary("HardSigmoid", 6, [](const Node& n) {
+  unary("Round", 11, 1, simple([](float x) { return std::nearbyint(x); }));
+  unary("HardSigmoid", 6, 1, [](const Node& n) {
     const float alpha = n.GetFloat("alpha", 0.2f), beta = n.GetFloat("beta", 0.5f);
-    return [alpha, beta](float x) { return std::clamp(alpha * x + beta, 0.f, 1.f); };
+    return PerElement([alpha, beta](float x) { return std::clamp(alpha * x + beta, 0.f, 1.f); });
   });
-  unary("HardSwish", 14, [](const Node&) {
-    return [](float x) { return x * std::clamp(x / 6.f + 0.5f, 0.f, 1.f); };
-  });
-  unary("LeakyRelu", 6, [](const Node& n) {
+  unary("HardSwish", 14, 1,
+        simple([](float x) { return x * std::clamp(x / 6.f + 0.5f, 0.f, 1.f); }));
+  unary("LeakyRelu", 6, 1, [](const Node& n) {
     const float alpha = n.GetFloat("alpha", 0.01f);
-    return [alpha](float x) { return x < 0.f ? alpha * x : x; };
+    return PerElement([alpha](float x) { return x < 0.f ? alpha * x : x; });
   });
-  unary("Gelu", 20, [](const Node& n) -> UnaryKernel::Fn {
+  unary("Gelu", 20, kTranscendentalCost, [](const Node& n) {
     const std::string approximate = n.GetString("approximate", "none");
-    if (approximate == "none") return GeluErf;
-    if (approximate == "tanh") return GeluTanh;
+    if (approximate == "none") return VectorMath<vmath::GeluErf>();
+    if (approximate == "tanh") return VectorMath<vmath::GeluTanh>();
     Fail(n.Describe(), ": attribute approximate='", approximate, "' must be 'none' or 'tanh'");
   });
   r.Register({kOnnxDomain, "Clip", 6, 10, AllFloat32, float_output, Create<ClipKernel>});
@@ -585,8 +620,10 @@ void RegisterFloatMathOps(KernelRegistry& r) {
                 return true;
               },
               SameAsInput0, Create<ClipKernel>});
-  r.Register({kMsDomain, "Gelu", 1, kLatest, AllFloat32, float_output,
-              [](const KernelInit&) { return std::make_unique<UnaryKernel>(GeluErf); }});
+  r.Register({kMsDomain, "Gelu", 1, kLatest, AllFloat32, float_output, [](const KernelInit&) {
+                return std::make_unique<UnaryKernel>(VectorMath<vmath::GeluErf>(),
+                                                     kTranscendentalCost);
+              }});
   r.Register({kMsDomain, "FastGelu", 1, kLatest, AllFloat32, float_output, Create<FastGeluKernel>});
 
   auto signed_or_float = [](const Node&, const std::vector<DType>& t) {

@@ -76,8 +76,8 @@ class MatMulKernel : public OpKernel {
     const float* pa = a.data<float>();
     const float* pb = b.data<float>();
     float* pc = out.data<float>();
-    const bool b_packed = packed_b_.data && b_shape.size() == 2 && packed_b_.K == k &&
-                          packed_b_.rows == n;
+    const bool b_packed =
+        packed_b_.data && b_shape.size() == 2 && packed_b_.K == k && packed_b_.rows == n;
     const SgemmOperand b_matrix =
         b_packed ? SgemmOperand::Packed(packed_b_) : SgemmOperand::RowMajor(pb, n);
     // A 2-D B shared by unbroadcast batches of A: one GEMM over all their rows.
@@ -114,14 +114,15 @@ class BinaryKernel : public OpKernel {
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
     const Shape shape = BroadcastOrFail(a.shape(), b.shape(), ctx.node().Describe());
-    Tensor& out = ctx.AllocateOutput(0, a.dtype(), shape);
     switch (a.dtype()) {
       case DType::kInt32:
-        return BinaryInteger<int32_t>(a, b, out, ctx.node());
+        return BinaryInteger<int32_t>(a, b, ctx.AllocateOutput(0, a.dtype(), shape), ctx.node());
       case DType::kInt64:
-        return BinaryInteger<int64_t>(a, b, out, ctx.node());
+        return BinaryInteger<int64_t>(a, b, ctx.AllocateOutput(0, a.dtype(), shape), ctx.node());
       default:
-        return BinaryFloat32(op_, a, b, out);
+        // Every element is written.
+        return BinaryFloat32(op_, a, b, ctx.AllocateUninitializedOutput(0, a.dtype(), shape),
+                             ctx.pool());
     }
   }
 
@@ -163,7 +164,7 @@ class ReluKernel : public OpKernel {
  public:
   void Run(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
-    ReluFloat32(x, ctx.AllocateOutput(0, DType::kFloat32, x.shape()));
+    ReluFloat32(x, ctx.AllocateUninitializedOutput(0, DType::kFloat32, x.shape()), ctx.pool());
   }
 };
 
