@@ -1,12 +1,14 @@
 // Float32 operators of convolutional networks: Conv (im2col + the float
 // matmul kernel), MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool,
-// BatchNormalization (inference) and Resize (nearest and linear). 1-D, 2-D
+// BatchNormalization (inference) and Resize (nearest and linear); MaxPool
+// also on int8/uint8 and nearest Resize also on int8/uint8/int32. 1-D, 2-D
 // and 3-D spatial shapes share one code path: lower ranks are padded to 3-D
 // with size-1 dims, which changes no index and no arithmetic.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "kernels/float/sgemm.h"
 #include "ops/registry.h"
@@ -109,8 +111,8 @@ class ConvKernel : public OpKernel {
     OCTET_CHECK(group_ >= 1, init.node.Describe(), ": group must be >= 1");
     // A constant W is packed once here, one GEMM A operand per group.
     const Tensor* weight = init.constant_inputs.size() > 1 ? init.constant_inputs[1] : nullptr;
-    if (weight && weight->rank() >= 3 && weight->dtype() == DType::kFloat32 &&
-        weight->dim(0) > 0 && weight->dim(0) % group_ == 0) {
+    if (weight && weight->rank() >= 3 && weight->dtype() == DType::kFloat32 && weight->dim(0) > 0 &&
+        weight->dim(0) % group_ == 0) {
       const int64_t mg = weight->dim(0) / group_, k = weight->numel() / weight->dim(0);
       for (int64_t g = 0; g < group_; ++g)
         packed_weight_.push_back(SgemmPackA(weight->data<float>() + g * mg * k, mg, k, k));
@@ -160,8 +162,8 @@ class ConvKernel : public OpKernel {
         }
         const float* wg = pw + g * mg * k;
         float* yg = py + (n * filters + g * mg) * positions;
-        const bool packed = !packed_weight_.empty() && packed_weight_[g].rows == mg &&
-                            packed_weight_[g].K == k;
+        const bool packed =
+            !packed_weight_.empty() && packed_weight_[g].rows == mg && packed_weight_[g].K == k;
         Sgemm(mg, positions, k,
               packed ? SgemmOperand::Packed(packed_weight_[g]) : SgemmOperand::RowMajor(wg, k),
               SgemmOperand::RowMajor(cols, positions), yg, positions, ctx.pool());
@@ -247,6 +249,189 @@ void ForEachWindow(const Window& w, int64_t planes, Fn&& fn) {
   }
 }
 
+// The window of one spatial axis of a pool: output o reads input
+// o * stride - pad_begin + k * dilation for k in [k_begin[o], k_end[o]), the
+// taps inside the input; output o of tap k exists for o in [o_begin[k], o_end[k]).
+struct AxisTaps {
+  std::vector<int64_t> k_begin, k_end, o_begin, o_end;
+};
+
+AxisTaps TapsAlong(const Window& w, size_t d) {
+  const int64_t in = w.in[d], stride = w.stride[d], dilation = w.dilation[d];
+  const int64_t pad = w.pad_begin[d], kernel = w.kernel[d], out = w.out[d];
+  auto ceil_div = [](int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -(-a / b); };
+  AxisTaps t;
+  for (int64_t o = 0; o < out; ++o) {
+    const int64_t start = o * stride - pad;
+    const int64_t first = start < 0 ? ceil_div(-start, dilation) : 0;
+    const int64_t count = start < in ? (in - start - 1) / dilation + 1 : 0;
+    t.k_begin.push_back(std::min(first, kernel));
+    t.k_end.push_back(std::max(std::min(count, kernel), t.k_begin.back()));
+  }
+  for (int64_t k = 0; k < kernel; ++k) {
+    const int64_t shift = k * dilation - pad;  // input index of output 0's tap k
+    t.o_begin.push_back(std::clamp<int64_t>(ceil_div(-shift, stride), 0, out));
+    t.o_end.push_back(std::clamp<int64_t>(ceil_div(in - shift, stride), t.o_begin.back(), out));
+  }
+  return t;
+}
+
+bool IsIdentityAxis(const Window& w, size_t d) {
+  return w.kernel[d] == 1 && w.stride[d] == 1 && w.pad_begin[d] == 0 && w.pad_end[d] == 0;
+}
+
+template <typename T>
+T LowestOf() {
+  return std::is_floating_point_v<T> ? -std::numeric_limits<T>::infinity()
+                                     : std::numeric_limits<T>::lowest();
+}
+
+// dst[b, o, j] = max over the taps of o of src[b, i, j], for a [outer, in,
+// inner] source and [outer, out, inner] destination. Taps are visited in
+// increasing k with a strict `>`, as the generic loop does, so the first of
+// equal values wins (+0 vs -0) and a NaN never replaces a number.
+template <typename T>
+void MaxAlongAxis(const T* src, T* dst, int64_t outer, int64_t in, int64_t out, int64_t inner,
+                  const Window& w, size_t d, const AxisTaps& taps) {
+  const T lowest = LowestOf<T>();
+  const int64_t stride = w.stride[d];
+  for (int64_t b = 0; b < outer; ++b) {
+    const T* s = src + b * in * inner;
+    T* o_row = dst + b * out * inner;
+    std::fill(o_row, o_row + out * inner, lowest);
+    for (int64_t k = 0; k < w.kernel[d]; ++k) {
+      const int64_t shift = k * w.dilation[d] - w.pad_begin[d];
+      if (inner == 1 && stride == 1) {  // the common case, kept apart so it vectorizes
+        for (int64_t o = taps.o_begin[k]; o < taps.o_end[k]; ++o) {
+          const T v = s[o + shift];
+          o_row[o] = v > o_row[o] ? v : o_row[o];
+        }
+        continue;
+      }
+      if (inner == 1) {
+        for (int64_t o = taps.o_begin[k]; o < taps.o_end[k]; ++o) {
+          const T v = s[o * stride + shift];
+          o_row[o] = v > o_row[o] ? v : o_row[o];
+        }
+        continue;
+      }
+      for (int64_t o = taps.o_begin[k]; o < taps.o_end[k]; ++o) {
+        const T* s_row = s + (o * stride + shift) * inner;
+        T* d_row = o_row + o * inner;
+        for (int64_t j = 0; j < inner; ++j) d_row[j] = s_row[j] > d_row[j] ? s_row[j] : d_row[j];
+      }
+    }
+  }
+}
+
+// o[i] = max(o[i], in[i + offset]) for i in [0, n), with the strict `>` of
+// the generic scan; one long loop the compiler vectorizes.
+template <typename T>
+void MaxInto(T* o, const T* in, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) o[i] = in[i] > o[i] ? in[i] : o[i];
+}
+
+// True when the pool is 2-D (D untouched) with stride 1 on H and W, so that
+// PaddedPlaneMax applies.
+bool IsFlatStrideOne(const Window& w) {
+  if (!IsIdentityAxis(w, 0) || w.stride[1] != 1 || w.stride[2] != 1) return false;
+  for (size_t d = 1; d < kMaxSpatial; ++d)
+    if (w.out[d] != w.in[d] + w.pad_begin[d] + w.pad_end[d] - (w.kernel[d] - 1) * w.dilation[d])
+      return false;
+  return true;
+}
+
+// The two passes of a stride-1 2-D pool over a copy of the plane padded with
+// the lowest value (which is never strictly greater, so never chosen): each
+// tap is one long loop over the flat padded buffer, output (r, c) landing at
+// r * padded_width + c.
+template <typename T>
+void PaddedPlaneMax(const T* x_plane, T* y_plane, const Window& w, std::vector<T>& padded,
+                    std::vector<T>& row_max) {
+  const int64_t height = w.in[1], width = w.in[2];
+  const int64_t padded_height = height + w.pad_begin[1] + w.pad_end[1];
+  const int64_t padded_width = width + w.pad_begin[2] + w.pad_end[2];
+  padded.assign(static_cast<size_t>(padded_height * padded_width), LowestOf<T>());
+  for (int64_t r = 0; r < height; ++r)
+    std::copy(x_plane + r * width, x_plane + (r + 1) * width,
+              padded.data() + (r + w.pad_begin[1]) * padded_width + w.pad_begin[2]);
+  const int64_t row_count = padded_height * padded_width - (w.kernel[2] - 1) * w.dilation[2];
+  row_max.assign(static_cast<size_t>(row_count), LowestOf<T>());
+  for (int64_t k = 0; k < w.kernel[2]; ++k)
+    MaxInto(row_max.data(), padded.data() + k * w.dilation[2], row_count);
+  const int64_t out_count = (w.out[1] - 1) * padded_width + w.out[2];
+  padded.assign(static_cast<size_t>(out_count), LowestOf<T>());  // reused for the output
+  for (int64_t k = 0; k < w.kernel[1]; ++k)
+    MaxInto(padded.data(), row_max.data() + k * w.dilation[1] * padded_width, out_count);
+  for (int64_t r = 0; r < w.out[1]; ++r)
+    std::copy(padded.data() + r * padded_width, padded.data() + r * padded_width + w.out[2],
+              y_plane + r * w.out[2]);
+}
+
+// MaxPool without the Indices output as 1-D max passes along W, H and D (a
+// max over a box is a max of maxes; PaddedPlaneMax for stride-1 2-D pools). The generic loop's
+// result is the first tap when that is NaN, else the max of the non-NaN taps; the passes give the
+// latter, and the first tap is checked afterwards. Planes run in parallel.
+template <typename T>
+void SeparableMaxPool(const T* x, T* y, const Window& w, int64_t planes, ThreadPool* pool) {
+  AxisTaps taps[kMaxSpatial];
+  for (size_t d = 0; d < kMaxSpatial; ++d) taps[d] = TapsAlong(w, d);
+  std::vector<size_t> pass_axes;  // innermost first
+  for (size_t d = kMaxSpatial; d-- > 0;)
+    if (!IsIdentityAxis(w, d)) pass_axes.push_back(d);
+  const int64_t in_size = w.in_size(), out_size = w.out_size();
+  const bool flat = !pass_axes.empty() && IsFlatStrideOne(w);
+  auto run = [&](int64_t begin, int64_t end) {
+    std::vector<T> scratch[2];
+    for (int64_t plane = begin; plane < end; ++plane) {
+      const T* current = x + plane * in_size;
+      T* y_plane = y + plane * out_size;
+      int64_t dims[kMaxSpatial] = {w.in[0], w.in[1], w.in[2]};
+      if (flat) {
+        PaddedPlaneMax(current, y_plane, w, scratch[0], scratch[1]);
+        current = y_plane;
+      }
+      for (size_t p = 0; p < (flat ? 0 : pass_axes.size()); ++p) {
+        const size_t d = pass_axes[p];
+        int64_t outer = 1, inner = 1;
+        for (size_t e = 0; e < d; ++e) outer *= dims[e];
+        for (size_t e = d + 1; e < kMaxSpatial; ++e) inner *= dims[e];
+        T* target = y_plane;  // the last pass writes the output
+        if (p + 1 < pass_axes.size()) {
+          scratch[p % 2].resize(static_cast<size_t>(outer * w.out[d] * inner));
+          target = scratch[p % 2].data();
+        }
+        MaxAlongAxis(current, target, outer, dims[d], w.out[d], inner, w, d, taps[d]);
+        current = target;
+        dims[d] = w.out[d];
+      }
+      if (pass_axes.empty()) std::copy(current, current + out_size, y_plane);
+      if constexpr (std::is_floating_point_v<T>) {
+        const T* x_plane = x + plane * in_size;
+        int64_t nan_count = 0;
+        for (int64_t i = 0; i < in_size; ++i) nan_count += x_plane[i] != x_plane[i];
+        if (nan_count == 0) continue;
+        int64_t pos = 0;
+        for (int64_t od = 0; od < w.out[0]; ++od)
+          for (int64_t oh = 0; oh < w.out[1]; ++oh)
+            for (int64_t ow = 0; ow < w.out[2]; ++ow, ++pos) {
+              const int64_t o[kMaxSpatial] = {od, oh, ow};
+              int64_t offset = 0;
+              bool has_tap = true;
+              for (size_t d = 0; d < kMaxSpatial; ++d) {
+                has_tap = has_tap && taps[d].k_begin[o[d]] < taps[d].k_end[o[d]];
+                const int64_t i =
+                    o[d] * w.stride[d] - w.pad_begin[d] + taps[d].k_begin[o[d]] * w.dilation[d];
+                offset = offset * w.in[d] + i;
+              }
+              if (has_tap && std::isnan(x_plane[offset])) y_plane[pos] = x_plane[offset];
+            }
+      }
+    }
+  };
+  ParallelFor(pool, planes, run);
+}
+
 class PoolKernel : public OpKernel {
  public:
   PoolKernel(const KernelInit& init, bool is_max) : is_max_(is_max) {
@@ -263,7 +448,7 @@ class PoolKernel : public OpKernel {
     const Window w = MakeWindow(ctx.node(), x.shape(), kernel_, ceil_mode_);
     const int64_t planes = x.dim(0) * x.dim(1);
     const Shape out_shape = OutputShape(x.shape(), x.dim(1), w);
-    Tensor& y = ctx.AllocateOutput(0, x.dtype(), out_shape);
+    Tensor& y = ctx.AllocateUninitializedOutput(0, x.dtype(), out_shape);
     const int64_t in_size = w.in_size(), out_size = w.out_size();
     if (!is_max_) {
       const float* px = x.data<float>();
@@ -282,6 +467,18 @@ class PoolKernel : public OpKernel {
     int64_t* indices = ctx.output_wanted(1)
                            ? ctx.AllocateOutput(1, DType::kInt64, out_shape).data<int64_t>()
                            : nullptr;
+    if (!indices) {
+      switch (x.dtype()) {
+        case DType::kFloat32:
+          return SeparableMaxPool(x.data<float>(), y.data<float>(), w, planes, ctx.pool());
+        case DType::kInt8:
+          return SeparableMaxPool(x.data<int8_t>(), y.data<int8_t>(), w, planes, ctx.pool());
+        case DType::kUInt8:
+          return SeparableMaxPool(x.data<uint8_t>(), y.data<uint8_t>(), w, planes, ctx.pool());
+        default:
+          Fail(ctx.node().Describe(), ": dtype ", DTypeName(x.dtype()), " not supported");
+      }
+    }
     auto max_pool = [&](auto tag) {
       using T = decltype(tag);
       const T* px = static_cast<const T*>(x.raw());
@@ -410,6 +607,42 @@ enum class CoordinateMode {
 };
 enum class NearestMode { kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil, kSimple };
 
+// y[i_0, ..., i_last] = x[source[0][i_0], ..., source[last][i_last]], element
+// bytes copied as T. An output row whose source row equals the previous
+// row's (upsampling along an outer axis) is a copy of that output row.
+template <typename T>
+void NearestCopy(const Tensor& x, const std::vector<std::vector<int64_t>>& source, Tensor& y,
+                 ThreadPool* pool) {
+  const Shape& out_shape = y.shape();
+  const size_t rank = out_shape.size();  // >= 1
+  const int64_t row_len = out_shape.back();
+  const int64_t rows = y.numel() / row_len;
+  std::vector<int64_t> in_strides(rank, 1);
+  for (size_t d = rank; d-- > 1;) in_strides[d - 1] = in_strides[d] * x.shape()[d];
+  const std::vector<int64_t>& columns = source.back();
+  const T* px = static_cast<const T*>(x.raw());
+  T* py = static_cast<T*>(y.raw());
+  auto copy_rows = [&](int64_t begin, int64_t end) {
+    int64_t previous = -1;
+    for (int64_t row = begin; row < end; ++row) {
+      int64_t offset = 0, rest = row;
+      for (size_t d = rank - 1; d-- > 0;) {
+        offset += source[d][rest % out_shape[d]] * in_strides[d];
+        rest /= out_shape[d];
+      }
+      T* dst = py + row * row_len;
+      if (offset == previous) {
+        std::memcpy(dst, dst - row_len, static_cast<size_t>(row_len) * sizeof(T));
+        continue;
+      }
+      const T* src = px + offset;
+      for (int64_t o = 0; o < row_len; ++o) dst[o] = src[columns[o]];
+      previous = offset;
+    }
+  };
+  ParallelFor(y.nbytes() >= (size_t{1} << 18) ? pool : nullptr, rows, copy_rows);
+}
+
 class ResizeKernel : public OpKernel {
  public:
   explicit ResizeKernel(const KernelInit& init) {
@@ -418,6 +651,11 @@ class ResizeKernel : public OpKernel {
     OCTET_CHECK(mode == "nearest" || mode == "linear", node.Describe(), ": mode '", mode,
                 "' is not supported (nearest and linear are)");
     linear_ = mode == "linear";
+    // ONNX Runtime interpolates 8-bit data in float, or in fixed point for
+    // NHWC-like scales, with its own rounding; octet does not reproduce that.
+    OCTET_CHECK(!linear_ || init.input_types[0] == DType::kFloat32, node.Describe(),
+                ": linear Resize of ", DTypeName(init.input_types[0]),
+                " data is not supported (only nearest is; linear needs float32 data)");
     OCTET_CHECK(node.GetInt("antialias", 0) == 0, node.Describe(), ": antialias is not supported");
     const std::string policy = node.GetString("keep_aspect_ratio_policy", "stretch");
     OCTET_CHECK(policy == "stretch", node.Describe(), ": keep_aspect_ratio_policy '", policy,
@@ -460,6 +698,7 @@ class ResizeKernel : public OpKernel {
     const Node& node = ctx.node();
     const Tensor& x = ctx.input(0);
     const int64_t rank = static_cast<int64_t>(x.rank());
+    OCTET_CHECK(rank >= 1, node.Describe(), ": input must have rank >= 1");
     std::vector<int64_t> axes = axes_;
     if (axes.empty())
       for (int64_t a = 0; a < rank; ++a) axes.push_back(a);
@@ -491,7 +730,7 @@ class ResizeKernel : public OpKernel {
       }
     }
     if (x.numel() == 0 || NumElements(out_shape) == 0) {
-      ctx.AllocateOutput(0, DType::kFloat32, out_shape);
+      ctx.AllocateOutput(0, x.dtype(), out_shape);
       return;
     }
     if (linear_) {
@@ -504,24 +743,22 @@ class ResizeKernel : public OpKernel {
       ctx.SetOutput(0, current.data<float>() == x.data<float>() ? x.Clone() : current);
       return;
     }
-    Tensor& y = ctx.AllocateOutput(0, DType::kFloat32, out_shape);
+    Tensor& y = ctx.AllocateUninitializedOutput(0, x.dtype(), out_shape);
+    // An axis with scale 1 maps each index to itself, whatever the coordinate
+    // transformation would say (as ONNX Runtime: tf_half_pixel_for_nn with
+    // ceil would otherwise shift it by one).
     std::vector<std::vector<int64_t>> source(rank);
     for (int64_t a = 0; a < rank; ++a)
       for (int64_t o = 0; o < out_shape[a]; ++o)
-        source[a].push_back(NearestIndex(o, scales[a], x.shape()[a], out_shape[a]));
-    std::vector<int64_t> in_strides(rank, 1);
-    for (int64_t d = rank - 1; d > 0; --d) in_strides[d - 1] = in_strides[d] * x.shape()[d];
-    const float* px = x.data<float>();
-    float* py = y.data<float>();
-    std::vector<int64_t> index(rank, 0);
-    for (int64_t flat = 0; flat < y.numel(); ++flat) {
-      int64_t offset = 0;
-      for (int64_t d = 0; d < rank; ++d) offset += source[d][index[d]] * in_strides[d];
-      py[flat] = px[offset];
-      for (int64_t d = rank; d-- > 0;) {
-        if (++index[d] < out_shape[d]) break;
-        index[d] = 0;
-      }
+        source[a].push_back(
+            scales[a] == 1.f ? o : NearestIndex(o, scales[a], x.shape()[a], out_shape[a]));
+    switch (DTypeSize(x.dtype())) {
+      case 1:
+        return NearestCopy<uint8_t>(x, source, y, ctx.pool());
+      case 4:
+        return NearestCopy<uint32_t>(x, source, y, ctx.pool());
+      default:
+        Fail(node.Describe(), ": dtype ", DTypeName(x.dtype()), " not supported");
     }
   }
 
@@ -645,14 +882,19 @@ void RegisterFloatNnOps(KernelRegistry& r) {
                 return std::vector<DType>(std::max<size_t>(n.outputs.size(), 1), DType::kFloat32);
               },
               Create<BatchNormKernel>});
+  // Nearest copies elements, so 8-bit and int32 data are supported too (as in
+  // ONNX Runtime's CPU kernel); linear needs float (checked at creation).
   r.Register({kOnnxDomain, "Resize", 10, kLatest,
               [](const Node& n, const std::vector<DType>& t) {
-                if (t.empty() || t[0] != DType::kFloat32) return false;
+                if (t.empty() ||
+                    !OneOf(t[0], {DType::kFloat32, DType::kInt32, DType::kInt8, DType::kUInt8}))
+                  return false;
                 if (n.opset < 11) return t.size() == 2 && t[1] == DType::kFloat32;
                 return (t.size() < 3 || OneOf(t[2], {DType::kFloat32, DType::kUndefined})) &&
                        (t.size() < 4 || OneOf(t[3], {DType::kInt64, DType::kUndefined}));
               },
-              FloatOutput, Create<ResizeKernel>});
+              [](const Node&, const std::vector<DType>& t) { return std::vector<DType>{t[0]}; },
+              Create<ResizeKernel>});
 }
 
 }  // namespace octet

@@ -1,9 +1,11 @@
 // Data-movement operators for every stored dtype (the QDQ pass runs them on
 // int8/uint8 data; rewrite/qdq_movement.cc): Reshape, Flatten, Squeeze,
-// Unsqueeze (views of the input), Transpose, Gather, Slice (byte copies).
+// Unsqueeze (views of the input), Transpose, Gather, Slice (byte copies;
+// Transpose and Slice through kernels/strided_copy.h).
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/strided_copy.h"
 #include "ops/registry.h"
 
 namespace octet {
@@ -129,27 +131,6 @@ std::vector<int64_t> Strides(const Shape& s) {
   return st;
 }
 
-// out[i] = in[offset + sum(index_d * in_stride_d)] over out's shape, copying
-// elem bytes at a time.
-void StridedCopy(const Tensor& in, int64_t offset, const std::vector<int64_t>& in_strides,
-                 Tensor& out) {
-  const size_t elem = DTypeSize(in.dtype());
-  const auto* src = static_cast<const uint8_t*>(in.raw());
-  auto* dst = static_cast<uint8_t*>(out.raw());
-  const Shape& shape = out.shape();
-  std::vector<int64_t> index(shape.size(), 0);
-  int64_t pos = offset;
-  for (int64_t i = 0; i < out.numel(); ++i) {
-    std::memcpy(dst + i * elem, src + pos * elem, elem);
-    for (size_t d = shape.size(); d-- > 0;) {
-      pos += in_strides[d];
-      if (++index[d] < shape[d]) break;
-      pos -= in_strides[d] * shape[d];
-      index[d] = 0;
-    }
-  }
-}
-
 class TransposeKernel : public OpKernel {
  public:
   void Run(KernelContext& ctx) override {
@@ -172,7 +153,8 @@ class TransposeKernel : public OpKernel {
       out_shape.push_back(x.dim(axis));
       strides.push_back(in_strides[axis]);
     }
-    StridedCopy(x, 0, strides, ctx.AllocateOutput(0, x.dtype(), out_shape));
+    Tensor& y = ctx.AllocateUninitializedOutput(0, x.dtype(), out_shape);
+    StridedCopy(x.raw(), y.raw(), DTypeSize(x.dtype()), out_shape, strides, ctx.pool());
   }
 };
 
@@ -260,8 +242,11 @@ class SliceKernel : public OpKernel {
       offset += first[d] * in_strides[d];
       strides[d] = step[d] * in_strides[d];
     }
-    Tensor& y = ctx.AllocateOutput(0, x.dtype(), out_shape);
-    if (y.numel() > 0) StridedCopy(x, offset, strides, y);
+    Tensor& y = ctx.AllocateUninitializedOutput(0, x.dtype(), out_shape);
+    const size_t elem = DTypeSize(x.dtype());
+    if (y.numel() > 0)
+      StridedCopy(static_cast<const uint8_t*>(x.raw()) + offset * elem, y.raw(), elem, out_shape,
+                  strides, ctx.pool());
   }
 };
 

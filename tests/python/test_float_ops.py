@@ -435,6 +435,18 @@ def test_resize(coord, mode, nearest_mode, scales, sizes):
     check("Resize", {"x": x}, {"y": F}, 13, tol, attrs, inits)
 
 
+@pytest.mark.parametrize("nearest_mode", ["round_prefer_floor", "floor", "ceil",
+                                          "round_prefer_ceil"])
+def test_resize_tf_half_pixel_for_nn(nearest_mode):
+    """Nearest only (the mode is for it). An axis with scale 1 maps every index to itself,
+    as in ONNX Runtime; octet once read the neighbouring channel there with ceil rounding."""
+    attrs = {"mode": "nearest", "coordinate_transformation_mode": "tf_half_pixel_for_nn",
+             "nearest_mode": nearest_mode}
+    for scales in ([1, 1, 2, 2], [1, 1, 1, 0.5], [1, 1, 0.5, 1.7]):
+        inits = {"roi": np.array([], np.float32), "scales": np.array(scales, np.float32)}
+        check("Resize", {"x": rand(1, 3, 6, 5)}, {"y": F}, 13, EXACT, attrs, inits)
+
+
 def test_resize_opset10_and_axes():
     x = rand(1, 2, 4, 6)
     for scales in ([1, 1, 2, 3], [1, 1, 0.5, 0.5]):

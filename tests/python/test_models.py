@@ -70,7 +70,6 @@ S8S8_INTEGER_VS_FLOAT = ("exact integer S8S8 MatMul/Conv vs ONNX Runtime's x86 f
 KNOWN_FAILURES = {
     "minilm-L2 b8 s32 qdq_pc": S8S8_INTEGER_VS_FLOAT,
     "det-128 x4 qdq_pc": S8S8_INTEGER_VS_FLOAT,
-    "det-128 x4 qop": "octet has no uint8 Resize (ai.onnx opset 13, node Resize_165)",
 }
 SPEC_NAMES = ["minilm-L2 b8 s32 " + v for v in ("dynamic", "qdq_pc", "qdq_pt", "qop")] + [
     "det-128 x4 " + v for v in ("qdq_pc", "qop")]
