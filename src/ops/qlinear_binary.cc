@@ -16,6 +16,7 @@
 #include "ops/int_params.h"
 #include "ops/registry.h"
 #include "rewrite/qdq_binary.h"
+#include "runtime/thread_pool.h"
 
 namespace octet {
 
@@ -59,20 +60,93 @@ int32_t ReadScalarZero(const KernelContext& ctx, size_t i, DType type, const cha
   return ReadZeroPoints(ctx.node(), ctx.input(i), type, name)[0];
 }
 
-int32_t ValueOfByte(uint8_t byte, DType type) {
-  return type == DType::kInt8 ? int32_t{static_cast<int8_t>(byte)} : int32_t{byte};
-}
+// Elements per unit of parallel work, and the size below which one thread does
+// it all (a fixed split: elementwise, so the bytes cannot depend on it anyway).
+constexpr int64_t kSpanGrain = 8 * 1024;
+constexpr int64_t kSpanParallelElements = 32 * 1024;
 
-// c = fn(a, b) over numpy broadcasting; fn maps the stored bytes of a and b to c's byte,
-// so one loop serves every pair of 8-bit types.
-template <typename Fn>
-void BroadcastBytes(const Tensor& a, const Tensor& b, Tensor& c, Fn&& fn) {
-  const uint8_t* pa = static_cast<const uint8_t*>(a.raw());
-  const uint8_t* pb = static_cast<const uint8_t*>(b.raw());
-  uint8_t* pc = static_cast<uint8_t*>(c.raw());
-  ForEachBroadcast<2>(
-      c.shape(), {&a.shape(), &b.shape()},
-      [&](int64_t out, const std::array<int64_t, 2>& in) { pc[out] = fn(pa[in[0]], pb[in[1]]); });
+// c's elements (numpy broadcasting of a and b) as spans along the innermost
+// dims, merged as far as both inputs walk them contiguously or not at all, so
+// that each input steps by 1 or 0 within a span.
+class BroadcastSpans {
+ public:
+  BroadcastSpans(const Shape& a, const Shape& b, const Shape& c) {
+    const std::vector<int64_t> a_strides = BroadcastStrides(a, c),
+                               b_strides = BroadcastStrides(b, c);
+    // Dims of size 1 walk nothing; the rest, innermost first, merge into
+    // the dim inside them when both inputs continue where it left off.
+    for (size_t d = c.size(); d-- > 0;) {
+      if (c[d] == 1) continue;
+      if (!dims_.empty() && a_strides[d] == a_strides_.back() * dims_.back() &&
+          b_strides[d] == b_strides_.back() * dims_.back()) {
+        dims_.back() *= c[d];
+        continue;
+      }
+      dims_.push_back(c[d]);
+      a_strides_.push_back(a_strides[d]);
+      b_strides_.push_back(b_strides[d]);
+    }
+    total_ = NumElements(c);
+    if (dims_.empty()) {  // one element (or none)
+      dims_.push_back(1);
+      a_strides_.push_back(0);
+      b_strides_.push_back(0);
+    }
+  }
+
+  int64_t total() const { return total_; }
+
+  // Calls fn(c_offset, a_offset, a_step, b_offset, b_step, count) for the
+  // pieces of spans that make up c's elements [begin, end).
+  template <typename Fn>
+  void ForEach(int64_t begin, int64_t end, const Fn& fn) const {
+    const int64_t span = dims_[0];
+    int64_t row = begin / span, offset = begin % span;
+    while (begin < end) {
+      int64_t a_offset = offset * a_strides_[0], b_offset = offset * b_strides_[0];
+      int64_t rest = row;
+      for (size_t d = 1; d < dims_.size(); ++d) {
+        const int64_t index = rest % dims_[d];
+        rest /= dims_[d];
+        a_offset += index * a_strides_[d];
+        b_offset += index * b_strides_[d];
+      }
+      const int64_t count = std::min(span - offset, end - begin);
+      fn(begin, a_offset, a_strides_[0], b_offset, b_strides_[0], count);
+      begin += count;
+      ++row;
+      offset = 0;
+    }
+  }
+
+ private:
+  std::vector<int64_t> dims_, a_strides_, b_strides_;  // innermost first
+  int64_t total_ = 0;
+};
+
+// c = program(a, b) over numpy broadcasting, in vector spans, split over the pool.
+void RunBinary(const QBinaryProgram& program, const Tensor& a, const Tensor& b, Tensor& c,
+               ThreadPool* pool) {
+  const BroadcastSpans spans(a.shape(), b.shape(), c.shape());
+  const auto* pa = static_cast<const uint8_t*>(a.raw());
+  const auto* pb = static_cast<const uint8_t*>(b.raw());
+  auto* pc = static_cast<uint8_t*>(c.raw());
+  auto run = [&](int64_t begin, int64_t end) {
+    spans.ForEach(begin, end,
+                  [&](int64_t c_offset, int64_t a_offset, int64_t a_step, int64_t b_offset,
+                      int64_t b_step, int64_t count) {
+                    QBinarySpan(program, pa + a_offset, a_step, pb + b_offset, b_step,
+                                pc + c_offset, count);
+                  });
+  };
+  const int64_t total = spans.total();
+  if (pool == nullptr || pool->num_threads() == 1 || total < kSpanParallelElements) {
+    if (total > 0) run(0, total);
+    return;
+  }
+  pool->ParallelFor((total + kSpanGrain - 1) / kSpanGrain, [&](int64_t g0, int64_t g1) {
+    run(g0 * kSpanGrain, std::min(total, g1 * kSpanGrain));
+  });
 }
 
 // How a node computes: com.microsoft QLinearAdd/QLinearMul arithmetic, or the float
@@ -108,10 +182,7 @@ class QLinearBinaryKernel : public OpKernel {
     const Shape shape = BroadcastOrFail(a.shape(), b.shape(), node.Describe());
     Tensor& c = ctx.AllocateOutput(0, out_type, shape);
     if (form_.float_steps) {
-      const QdqFloatBinaryArithmetic op(pa, pb, pc, form_.is_add);
-      BroadcastBytes(a, b, c, [&](uint8_t x, uint8_t y) {
-        return static_cast<uint8_t>(op(ValueOfByte(x, pa.type), ValueOfByte(y, pb.type)));
-      });
+      RunBinary(QdqFloatBinaryProgram(pa, pb, pc, form_.is_add), a, b, c, ctx.pool());
       return;
     }
     // QLinear arithmetic on the values ONNX Runtime's fused node sees (shifted where it
@@ -125,21 +196,15 @@ class QLinearBinaryKernel : public OpKernel {
     p.a_zero = pa.zero + sa;
     p.b_zero = pb.zero + sb;
     p.c_zero = pc.zero + sc;
-    const int32_t lo = QMin(p.type), hi = QMax(p.type);
-    auto store = [&](int32_t v) { return static_cast<uint8_t>(std::clamp(v, lo, hi) - sc); };
-    auto value_a = [&](uint8_t x) { return ValueOfByte(x, pa.type) + sa; };
-    auto value_b = [&](uint8_t y) { return ValueOfByte(y, pb.type) + sb; };
-    if (form_.is_add) {
-      const QLinearAddArithmetic add(p);
-      const bool scalar_a = OrtTreatsAAsScalar(a.shape(), b.shape());
-      BroadcastBytes(a, b, c, [&](uint8_t x, uint8_t y) {
-        return store(add(value_a(x), value_b(y), scalar_a));
-      });
-    } else {
-      const QLinearMulArithmetic mul(p);
-      BroadcastBytes(a, b, c,
-                     [&](uint8_t x, uint8_t y) { return store(mul(value_a(x), value_b(y))); });
-    }
+    QBinaryProgram program = form_.is_add
+                                 ? QLinearAddProgram(p, OrtTreatsAAsScalar(a.shape(), b.shape()))
+                                 : QLinearMulProgram(p);
+    program.a_signed = pa.type == DType::kInt8;
+    program.b_signed = pb.type == DType::kInt8;
+    program.a_offset = sa;
+    program.b_offset = sb;
+    program.c_offset = sc;
+    RunBinary(program, a, b, c, ctx.pool());
   }
 
  private:

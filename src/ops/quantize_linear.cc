@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/float_types.h"
+#include "kernels/int8/quantize.h"
 #include "ops/int_params.h"
 #include "ops/registry.h"
 #include "runtime/thread_pool.h"
@@ -108,6 +109,9 @@ DType DequantizeOutputType(const QdqVersion& v, const Node& node, const std::vec
 struct ScaleLayout {
   int64_t outer = 1, axis_dim = 1, inner = 1, block = 1;
   int64_t outer_step = 0, block_step = 0, inner_step = 0;
+
+  // Per-tensor or per-axis: no block_size (blocked layouts step along the inner dims).
+  bool Unblocked() const { return inner_step == 0; }
 };
 
 // A scalar or a 1-D tensor of one element: both mean per-tensor.
@@ -186,6 +190,42 @@ void ForEachElement(const ScaleLayout& l, ThreadPool* pool, const Fn& fn) {
     run_rows(0, rows);
 }
 
+// Elements per unit of parallel work in the span paths, and the size below
+// which one thread does it all (a fixed split: elementwise, so the bytes
+// cannot depend on it anyway).
+constexpr int64_t kSpanGrain = 8 * 1024;
+constexpr int64_t kSpanParallelElements = 32 * 1024;
+
+// An unblocked layout (ScaleLayout::Unblocked) as contiguous runs of elements
+// that share one scale, or, when the axis is the innermost, runs along the
+// axis with one scale per element. Calls fn(first element, count, first scale
+// index, per_element) for pieces of runs, split over the pool.
+template <typename Fn>
+void ForEachScaleRun(const ScaleLayout& l, ThreadPool* pool, const Fn& fn) {
+  const int64_t total = l.outer * l.axis_dim * l.inner;
+  const bool per_tensor = l.block_step == 0;
+  const bool per_element = !per_tensor && l.inner == 1;
+  const int64_t run_length = per_tensor ? total : per_element ? l.axis_dim : l.inner;
+  const int64_t scale_period = per_tensor ? 1 : l.axis_dim;
+  auto run_range = [&](int64_t begin, int64_t end) {
+    int64_t run = begin / run_length, offset = begin % run_length;
+    while (begin < end) {
+      const int64_t count = std::min(run_length - offset, end - begin);
+      fn(begin, count, per_element ? offset : run % scale_period, per_element);
+      begin += count;
+      ++run;
+      offset = 0;
+    }
+  };
+  if (pool == nullptr || pool->num_threads() == 1 || total < kSpanParallelElements) {
+    if (total > 0) run_range(0, total);
+    return;
+  }
+  pool->ParallelFor((total + kSpanGrain - 1) / kSpanGrain, [&](int64_t g0, int64_t g1) {
+    run_range(g0 * kSpanGrain, std::min(total, g1 * kSpanGrain));
+  });
+}
+
 struct IntRange {
   int32_t min, max;
 };
@@ -207,17 +247,6 @@ IntRange QuantizedRange(DType t) {
     default:
       Fail("internal: ", DTypeName(t), " is not an integer quantized type");
   }
-}
-
-// x / scale to an integer type the way ONNX Runtime's float path (MLAS) does
-// it: clamp to the range shifted by the zero point in float (NaN goes to the
-// low end), round half to even, add the zero point.
-int32_t QuantizeSaturating(float scaled, int32_t zero_point, IntRange r) {
-  const float low = static_cast<float>(r.min - zero_point);
-  const float high = static_cast<float>(r.max - zero_point);
-  if (!(scaled >= low)) scaled = low;
-  if (scaled > high) scaled = high;
-  return static_cast<int32_t>(std::nearbyint(scaled)) + zero_point;
 }
 
 // ORT's ai.onnx path for half x and inner blocks: round half to even, convert to
@@ -315,6 +344,10 @@ class QuantizeLinearKernel : public OpKernel {
     }
     const std::vector<int32_t> zero_points =
         zero_point != nullptr ? ReadIntZeroPoints(*zero_point) : std::vector<int32_t>(1, 0);
+    if (x.dtype() == DType::kFloat32 && layout.Unblocked() && IsSpanQuantizedType(output_type_)) {
+      QuantizeWithSpans(layout, xs, scales, zero_points, y, ctx.pool());
+      return;
+    }
     const IntRange range = QuantizedRange(output_type_);
     const bool blocked_inner = layout.inner_step == 1 && layout.inner > 1;
     const bool through_int32 =
@@ -324,8 +357,9 @@ class QuantizeLinearKernel : public OpKernel {
       ForEachElement(layout, ctx.pool(), [&](int64_t e, int64_t s) {
         const float scaled = xs[e] / scales[s];
         const int32_t zp = zero_points[zero_point != nullptr ? s : 0];
-        out[e] = static_cast<Out>(through_int32 ? QuantizeThroughInt32(scaled, zp, range)
-                                                : QuantizeSaturating(scaled, zp, range));
+        out[e] =
+            static_cast<Out>(through_int32 ? QuantizeThroughInt32(scaled, zp, range)
+                                           : QuantizeScaledValue(scaled, zp, range.min, range.max));
       });
     };
     switch (output_type_) {
@@ -349,6 +383,20 @@ class QuantizeLinearKernel : public OpKernel {
   }
 
  private:
+  // float32 x, unblocked, 8/16-bit y: the vector kernels (kernels/int8/quantize.h).
+  void QuantizeWithSpans(const ScaleLayout& layout, const float* xs,
+                         const std::vector<float>& scales, std::vector<int32_t> zero_points,
+                         Tensor& y, ThreadPool* pool) const {
+    zero_points.resize(scales.size(), 0);  // no zero point: 0 for every scale
+    const size_t element_size = DTypeSize(output_type_);
+    auto* out = static_cast<uint8_t*>(y.raw());
+    ForEachScaleRun(layout, pool, [&](int64_t first, int64_t count, int64_t s, bool per_element) {
+      const QuantizeSpanParams p{scales.data() + s, zero_points.data() + s, per_element,
+                                 output_type_};
+      QuantizeSpan(xs + first, count, p, out + first * element_size);
+    });
+  }
+
   const QdqVersion& version_;
   DType output_type_;
   bool saturate_;
@@ -401,8 +449,22 @@ class DequantizeLinearKernel : public OpKernel {
       dequantize([&](int64_t e, int64_t) { return Float8BitsToFloat(bits[e], type); });
       return;
     }
-    const std::vector<int32_t> zero_points =
+    std::vector<int32_t> zero_points =
         zero_point != nullptr ? ReadIntZeroPoints(*zero_point) : std::vector<int32_t>(1, 0);
+    if (output_type_ == DType::kFloat32 && layout.Unblocked() && IsSpanQuantizedType(x.dtype())) {
+      // The vector kernels (kernels/int8/quantize.h); no zero point: 0 for every scale.
+      zero_points.resize(scales.size(), 0);
+      const size_t element_size = DTypeSize(x.dtype());
+      const auto* in = static_cast<const uint8_t*>(x.raw());
+      float* out = y.data<float>();
+      ForEachScaleRun(layout, ctx.pool(),
+                      [&](int64_t first, int64_t count, int64_t s, bool per_element) {
+                        const QuantizeSpanParams p{scales.data() + s, zero_points.data() + s,
+                                                   per_element, x.dtype()};
+                        DequantizeSpan(in + first * element_size, count, p, out + first);
+                      });
+      return;
+    }
     // x - zero point in int32 with wrap-around (only int32 x can wrap), then to float.
     auto from_ints = [&](const auto* xs) {
       dequantize([&, xs](int64_t e, int64_t s) {
@@ -520,17 +582,11 @@ DynamicQuantization DynamicQuantizeToUint8(const float* x, int64_t n, uint8_t* y
   std::vector<float> lows(chunks, 0.f), highs(chunks, 0.f);
   std::vector<char> nans(chunks, 0);
   ForEachChunk(pool, n, [&](int64_t begin, int64_t end) {
-    float low = 0.f, high = 0.f;
-    bool nan = false;
-    for (int64_t i = begin; i < end; ++i) {
-      nan |= std::isnan(x[i]);
-      low = std::min(low, x[i]);
-      high = std::max(high, x[i]);
-    }
+    const FloatRange r = RangeWithZero(x + begin, end - begin);
     const int64_t c = begin / kDynamicQuantizeChunk;
-    lows[c] = low;
-    highs[c] = high;
-    nans[c] = nan;
+    lows[c] = r.low;
+    highs[c] = r.high;
+    nans[c] = r.has_nan;
   });
   float low = 0.f, high = 0.f;
   for (int64_t c = 0; c < chunks; ++c) {
@@ -549,10 +605,9 @@ DynamicQuantization DynamicQuantizeToUint8(const float* x, int64_t n, uint8_t* y
       std::isnan(initial_zero_point)
           ? 255
           : static_cast<int32_t>(std::nearbyint(std::clamp(initial_zero_point, 0.0f, 255.0f)));
-  const IntRange range{0, 255};
+  const QuantizeSpanParams span{&q.scale, &q.zero_point, false, DType::kUInt8};
   ForEachChunk(pool, n, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i)
-      y[i] = static_cast<uint8_t>(QuantizeSaturating(x[i] / q.scale, q.zero_point, range));
+    QuantizeSpan(x + begin, end - begin, span, y + begin);
   });
   return q;
 }

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <random>
 
 #include "int_op_test_util.h"
@@ -20,32 +21,6 @@ namespace {
 
 using int_test::ExpectError;
 using int_test::MakeTensor;
-
-// Runs one node with `pool` (nullptr: the calling thread only); returns output 0.
-Tensor RunOp(const std::string& op, int opset, const std::vector<Tensor>& inputs,
-             const std::map<std::string, Attribute>& attributes, ThreadPool* pool) {
-  Node node;
-  node.name = "node_under_test";
-  node.op_type = op;
-  node.domain = kOnnxDomain;
-  node.opset = opset;
-  node.attributes = attributes;
-  std::vector<DType> types;
-  std::vector<const Tensor*> ptrs;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    node.inputs.push_back(inputs[i].defined() ? static_cast<int>(i) : -1);
-    types.push_back(inputs[i].dtype());
-    ptrs.push_back(inputs[i].defined() ? &inputs[i] : nullptr);
-  }
-  node.outputs = {static_cast<int>(inputs.size())};
-  const KernelDef& def = KernelRegistry::Global().Find(node, types);
-  EXPECT_EQ(def.infer_types(node, types)[0], inputs[0].dtype());
-  KernelInit init{node, types, std::vector<const Tensor*>(inputs.size(), nullptr), pool};
-  auto kernel = def.create(init);
-  KernelContext ctx(node, ptrs, pool);
-  kernel->Run(ctx);
-  return ctx.outputs()[0];
-}
 
 Tensor RandomBytes(DType dtype, Shape shape, uint32_t seed) {
   Tensor t(dtype, std::move(shape));
@@ -111,7 +86,8 @@ TEST(StridedCopy, EveryPermutationOfRanks2To5) {
         Tensor actual(dtype, out_shape);
         StridedCopy(x.raw(), actual.raw(), DTypeSize(dtype), out_shape, strides, nullptr);
         ExpectSameBytes(actual, expected);
-        ExpectSameBytes(RunOp("Transpose", 13, {x}, {{"perm", Attribute::Ints(perm)}}, &two),
+        ExpectSameBytes(int_test::RunNode("Transpose", 13, {x}, {{"perm", Attribute::Ints(perm)}},
+                                          "node_under_test", &two),
                         expected);
       } while (std::next_permutation(perm.begin(), perm.end()));
     }
@@ -232,7 +208,9 @@ TEST(Slice, StepsNegativeStepsAndClampedEndsMatchPythonSlicing) {
       const Tensor axes = MakeTensor<int64_t>({static_cast<int64_t>(c.axes.size())}, c.axes);
       const Tensor steps = MakeTensor<int64_t>({static_cast<int64_t>(c.steps.size())}, c.steps);
       for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &two})
-        ExpectSameBytes(RunOp("Slice", 13, {x, starts, ends, axes, steps}, {}, pool), expected);
+        ExpectSameBytes(int_test::RunNode("Slice", 13, {x, starts, ends, axes, steps}, {},
+                                          "node_under_test", pool),
+                        expected);
     }
   }
 }
@@ -268,8 +246,10 @@ TEST(Concat, LargeAndSmallBlocksOnEveryAxis) {
       }
       SCOPED_TRACE(ShapeToString(base) + " axis " + std::to_string(axis));
       for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &two})
-        ExpectSameBytes(RunOp("Concat", 13, inputs, {{"axis", Attribute::Int(axis)}}, pool),
-                        expected);
+        ExpectSameBytes(
+            int_test::RunNode("Concat", 13, {inputs.begin(), inputs.end()},
+                              {{"axis", Attribute::Int(axis)}}, "node_under_test", pool),
+            expected);
     }
   }
 }
@@ -406,7 +386,9 @@ void CheckMaxPool(DType dtype, bool specials) {
     const Tensor x = RandomPoolInput<T>(dtype, c.x_shape, ++seed, specials);
     const Tensor expected = NaiveMaxPool<T>(x, c);
     for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &two})
-      ExpectSameBytes(RunOp("MaxPool", 12, {x}, PoolAttributes(c), pool), expected);
+      ExpectSameBytes(
+          int_test::RunNode("MaxPool", 12, {x}, PoolAttributes(c), "node_under_test", pool),
+          expected);
   }
 }
 
@@ -461,7 +443,9 @@ TEST(ResizeNearest, UpAndDownsamplingEveryElementSize) {
           {"coordinate_transformation_mode", Attribute::String("asymmetric")},
           {"nearest_mode", Attribute::String("floor")}};
       for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &two})
-        ExpectSameBytes(RunOp("Resize", 13, {x, Tensor(), scales}, attrs, pool), expected);
+        ExpectSameBytes(int_test::RunNode("Resize", 13, {x, std::nullopt, scales}, attrs,
+                                          "node_under_test", pool),
+                        expected);
     }
   }
 }
@@ -471,8 +455,8 @@ TEST(ResizeNearest, LinearOn8BitDataIsRefused) {
   const Tensor scales = MakeTensor<float>({4}, {1, 1, 2, 2});
   ExpectError(
       [&] {
-        RunOp("Resize", 13, {x, Tensor(), scales}, {{"mode", Attribute::String("linear")}},
-              nullptr);
+        int_test::RunNode("Resize", 13, {x, std::nullopt, scales},
+                          {{"mode", Attribute::String("linear")}});
       },
       {"node_under_test", "linear Resize of uint8", "not supported"});
 }

@@ -58,11 +58,12 @@ inline Tensor ZeroPoints(DType dtype, Shape shape, const std::vector<int>& value
 inline int TypeMin(DType t) { return t == DType::kInt8 ? -128 : 0; }
 inline int TypeMax(DType t) { return t == DType::kInt8 ? 127 : 255; }
 
-// Runs one node; nullopt inputs are omitted optional inputs.
+// Runs one node on `pool` (nullptr: the calling thread only); nullopt inputs are
+// omitted optional inputs. Returns output 0.
 inline Tensor RunNode(const std::string& op, int opset,
                       const std::vector<std::optional<Tensor>>& inputs,
                       const std::map<std::string, Attribute>& attributes = {},
-                      const std::string& name = "node_under_test") {
+                      const std::string& name = "node_under_test", ThreadPool* pool = nullptr) {
   Node node;
   node.name = name;
   node.op_type = op;
@@ -79,9 +80,9 @@ inline Tensor RunNode(const std::string& op, int opset,
   node.outputs = {static_cast<int>(inputs.size())};
   const KernelDef& def = KernelRegistry::Global().Find(node, types);
   const std::vector<DType> out_types = def.infer_types(node, types);
-  KernelInit init{node, types, std::vector<const Tensor*>(inputs.size(), nullptr), nullptr};
+  KernelInit init{node, types, std::vector<const Tensor*>(inputs.size(), nullptr), pool};
   auto kernel = def.create(init);
-  KernelContext ctx(node, ptrs, nullptr);
+  KernelContext ctx(node, ptrs, pool);
   kernel->Run(ctx);
   EXPECT_EQ(out_types, std::vector<DType>{ctx.outputs()[0].dtype()});
   return ctx.outputs()[0];

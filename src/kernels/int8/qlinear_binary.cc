@@ -1,52 +1,124 @@
 #include "kernels/int8/qlinear_binary.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
+#include "core/error.h"
+#include "kernels/int8/quantize.h"
+
 namespace octet {
 
+namespace {
+
+// cvtps2dq: round half to even; NaN and values outside int32 give INT32_MIN.
 int32_t ConvertLikeCvtps2dq(float v) {
   if (!(v >= -2147483648.f && v < 2147483648.f)) return std::numeric_limits<int32_t>::min();
   return static_cast<int32_t>(std::nearbyint(v));
 }
 
-QLinearAddArithmetic::QLinearAddArithmetic(const QLinearBinaryParams& p)
-    : ratio_a_(p.a_scale / p.c_scale), ratio_b_(p.b_scale / p.c_scale) {
+int32_t ReadValue(uint8_t byte, bool is_signed, int32_t offset) {
+  return (is_signed ? int32_t{static_cast<int8_t>(byte)} : int32_t{byte}) + offset;
+}
+
+// The value of one element before saturation (a and b already read).
+int32_t Compute(const QBinaryProgram& p, int32_t a, int32_t b) {
+  switch (p.arithmetic) {
+    case QBinaryArithmetic::kQLinearAdd: {
+      const float fa = static_cast<float>(a);
+      const float fb = static_cast<float>(b);
+      return ConvertLikeCvtps2dq(p.a_inner
+                                     ? std::fma(fb, p.ratio_b, std::fma(fa, p.ratio_a, p.fixed))
+                                     : std::fma(fa, p.ratio_a, std::fma(fb, p.ratio_b, p.fixed)));
+    }
+    case QBinaryArithmetic::kQLinearMul: {
+      // Separate statements: ORT's SSE2 kernel multiplies, then adds (no FMA).
+      const float product = static_cast<float>((a - p.a_zero) * (b - p.b_zero)) * p.ratio;
+      return ConvertLikeCvtps2dq(product + static_cast<float>(p.c_zero));
+    }
+    default: {
+      const float x = static_cast<float>(a - p.a_zero) * p.a_scale;
+      const float y = static_cast<float>(b - p.b_zero) * p.b_scale;
+      const float r = p.arithmetic == QBinaryArithmetic::kFloatAdd ? x + y : x * y;
+      return QuantizeScaledValue(r / p.c_scale, p.c_zero, p.c_min, p.c_max);
+    }
+  }
+}
+
+}  // namespace
+
+QBinaryProgram QLinearAddProgram(const QLinearBinaryParams& p, bool scalar_a) {
+  QBinaryProgram q;
+  q.arithmetic = QBinaryArithmetic::kQLinearAdd;
+  q.c_min = QMin(p.type);
+  q.c_max = QMax(p.type);
+  q.ratio_a = p.a_scale / p.c_scale;
+  q.ratio_b = p.b_scale / p.c_scale;
   const float za = static_cast<float>(p.a_zero);
   const float zb = static_cast<float>(p.b_zero);
   const float zc = static_cast<float>(p.c_zero);
-  fixed_ab_ = zc - std::fma(ratio_a_, za, ratio_b_ * zb);
-  fixed_ba_ = zc - std::fma(ratio_b_, zb, ratio_a_ * za);
+  q.a_inner = scalar_a;
+  q.fixed = scalar_a ? zc - std::fma(q.ratio_b, zb, q.ratio_a * za)
+                     : zc - std::fma(q.ratio_a, za, q.ratio_b * zb);
+  return q;
 }
 
-int32_t QLinearAddArithmetic::operator()(int32_t a, int32_t b, bool scalar_a) const {
-  const float fa = static_cast<float>(a);
-  const float fb = static_cast<float>(b);
-  const float v = scalar_a ? std::fma(fb, ratio_b_, std::fma(fa, ratio_a_, fixed_ba_))
-                           : std::fma(fa, ratio_a_, std::fma(fb, ratio_b_, fixed_ab_));
-  return ConvertLikeCvtps2dq(v);
+QBinaryProgram QLinearMulProgram(const QLinearBinaryParams& p) {
+  QBinaryProgram q;
+  q.arithmetic = QBinaryArithmetic::kQLinearMul;
+  q.c_min = QMin(p.type);
+  q.c_max = QMax(p.type);
+  q.a_zero = p.a_zero;
+  q.b_zero = p.b_zero;
+  q.c_zero = p.c_zero;
+  q.ratio = (p.a_scale * p.b_scale) / p.c_scale;
+  return q;
 }
 
-QLinearMulArithmetic::QLinearMulArithmetic(const QLinearBinaryParams& p)
-    : a_zero_(p.a_zero),
-      b_zero_(p.b_zero),
-      ratio_((p.a_scale * p.b_scale) / p.c_scale),
-      c_zero_(static_cast<float>(p.c_zero)) {}
-
-int32_t QLinearMulArithmetic::operator()(int32_t a, int32_t b) const {
-  // Separate statements: ORT's SSE2 kernel multiplies, then adds (no FMA).
-  const float product = static_cast<float>((a - a_zero_) * (b - b_zero_)) * ratio_;
-  return ConvertLikeCvtps2dq(product + c_zero_);
+QBinaryProgram QdqFloatBinaryProgram(const ScalarQParams& a, const ScalarQParams& b,
+                                     const ScalarQParams& c, bool is_add) {
+  QBinaryProgram q;
+  q.arithmetic = is_add ? QBinaryArithmetic::kFloatAdd : QBinaryArithmetic::kFloatMul;
+  q.a_signed = a.type == DType::kInt8;
+  q.b_signed = b.type == DType::kInt8;
+  q.c_min = QMin(c.type);
+  q.c_max = QMax(c.type);
+  q.a_zero = a.zero;
+  q.b_zero = b.zero;
+  q.c_zero = c.zero;
+  q.a_scale = a.scale;
+  q.b_scale = b.scale;
+  q.c_scale = c.scale;
+  return q;
 }
 
-QdqFloatBinaryArithmetic::QdqFloatBinaryArithmetic(const ScalarQParams& a, const ScalarQParams& b,
-                                                   const ScalarQParams& c, bool is_add)
-    : a_(a), b_(b), c_(c), is_add_(is_add) {}
+namespace qbinary {
 
-int32_t QdqFloatBinaryArithmetic::operator()(int32_t a, int32_t b) const {
-  const float x = DequantizeValue(a, a_);
-  const float y = DequantizeValue(b, b_);
-  return QuantizeValue(is_add_ ? x + y : x * y, c_);
+void SpanScalar(const QBinaryProgram& p, const uint8_t* a, int64_t a_step, const uint8_t* b,
+                int64_t b_step, uint8_t* c, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t v = Compute(p, ReadValue(a[i * a_step], p.a_signed, p.a_offset),
+                              ReadValue(b[i * b_step], p.b_signed, p.b_offset));
+    c[i] = static_cast<uint8_t>(std::clamp(v, p.c_min, p.c_max) - p.c_offset);
+  }
+}
+
+}  // namespace qbinary
+
+void QBinarySpan(const QBinaryProgram& p, const uint8_t* a, int64_t a_step, const uint8_t* b,
+                 int64_t b_step, uint8_t* c, int64_t n, Isa isa) {
+  OCTET_CHECK(IsaSupported(isa), "quantized binary kernels: instruction set ", IsaName(isa),
+              " cannot run here: ", IsaUnsupportedReason(isa));
+  OCTET_CHECK((a_step == 0 || a_step == 1) && (b_step == 0 || b_step == 1),
+              "internal: quantized binary span steps must be 0 or 1");
+  if (n <= 0) return;
+  qbinary::SpanFn fn = qbinary::SpanScalar;
+#if defined(__x86_64__) || defined(_M_X64)
+  // AVX-512 with AVX-512 VNNI (which implies avx512f/bw/dq/vl), AVX2 with AVX2 or AVX-VNNI.
+  if (isa == Isa::kAvx512Vnni) fn = qbinary::SpanAvx512;
+  if (isa == Isa::kAvx2 || isa == Isa::kAvxVnni) fn = qbinary::SpanAvx2;
+#endif
+  fn(p, a, a_step, b, b_step, c, n);
 }
 
 }  // namespace octet
