@@ -75,6 +75,13 @@ const CpuFeatures& Features() {
 
 }  // namespace
 
+std::vector<Isa> SupportedIsas() {
+  std::vector<Isa> isas;
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni, Isa::kNeonDot})
+    if (IsaSupported(isa)) isas.push_back(isa);
+  return isas;
+}
+
 bool HasAvx512Vbmi() { return Features().avx512_vbmi; }
 
 const char* IsaName(Isa isa) {

@@ -6,6 +6,9 @@
 #pragma once
 
 #include <string_view>
+#include <vector>
+
+#include "core/error.h"
 
 namespace octet {
 
@@ -22,6 +25,22 @@ bool IsaSupported(Isa isa);
 
 // Why `isa` cannot run here (empty when IsaSupported(isa)).
 const char* IsaUnsupportedReason(Isa isa);
+
+// Every path this build and CPU can run, scalar first (tests run each one).
+std::vector<Isa> SupportedIsas();
+
+// The variant of a kernel family with scalar, AVX2 and AVX-512 implementations that runs
+// for `isa`: kAvx512Vnni takes avx512, kAvx2 and kAvxVnni take avx2, the rest scalar.
+// Throws when `isa` cannot run here. (On other architectures pass scalar three times.)
+template <typename Fn>
+Fn PickKernel(Isa isa, const char* family, Fn scalar, [[maybe_unused]] Fn avx2,
+              [[maybe_unused]] Fn avx512) {
+  OCTET_CHECK(IsaSupported(isa), family, ": instruction set ", IsaName(isa),
+              " cannot run here: ", IsaUnsupportedReason(isa));
+  if (isa == Isa::kAvx512Vnni) return avx512;
+  if (isa == Isa::kAvx2 || isa == Isa::kAvxVnni) return avx2;
+  return scalar;
+}
 
 // AVX512_VBMI (64-byte permutes) on this CPU, on top of everything kAvx512Vnni needs.
 // Kernels that use it run only when ActiveIsa() is kAvx512Vnni.

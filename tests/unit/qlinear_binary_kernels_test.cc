@@ -31,13 +31,6 @@ using int_test::RoundHalfEven;
 using int_test::TypeMax;
 using int_test::TypeMin;
 
-std::vector<Isa> SupportedPaths() {
-  std::vector<Isa> paths;
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni, Isa::kNeonDot})
-    if (IsaSupported(isa)) paths.push_back(isa);
-  return paths;
-}
-
 float F(double v) { return static_cast<float>(v); }
 
 // cvtps2dq: NaN and values outside int32 give INT32_MIN; else round half to even.
@@ -213,7 +206,7 @@ TEST(QBinaryKernels, EveryPathMatchesTheFormulaOnEverySpanForm) {
           std::vector<uint8_t> expected(n);
           for (int64_t i = 0; i < n; ++i)
             expected[i] = Expected(spec, pa[i * a_step], pb[i * b_step]);
-          for (Isa isa : SupportedPaths()) {
+          for (Isa isa : SupportedIsas()) {
             SCOPED_TRACE(std::string(IsaName(isa)) + " n " + std::to_string(n) + " steps " +
                          std::to_string(a_step) + "," + std::to_string(b_step) + " " +
                          Describe(spec));
@@ -251,7 +244,7 @@ TEST(QBinaryKernels, FullGridOfBytesWithTiesOnEveryPath) {
   for (const Spec& spec : specs) {
     std::vector<uint8_t> expected(a.size());
     for (size_t i = 0; i < a.size(); ++i) expected[i] = Expected(spec, a[i], b[i]);
-    for (Isa isa : SupportedPaths()) {
+    for (Isa isa : SupportedIsas()) {
       SCOPED_TRACE(std::string(IsaName(isa)) + " " + Describe(spec));
       std::vector<uint8_t> c(a.size());
       QBinarySpan(ProgramOf(spec), a.data(), 1, b.data(), 1, c.data(),
@@ -296,7 +289,7 @@ TEST(QBinaryKernels, ProductsAreRoundedBeforeTheAddition) {
   for (const Crafted& c : cases) {
     ASSERT_EQ(Expected(c.spec, c.a, c.b), c.expected) << Describe(c.spec);
     std::vector<uint8_t> a(40, c.a), b(40, c.b);
-    for (Isa isa : SupportedPaths()) {
+    for (Isa isa : SupportedIsas()) {
       std::vector<uint8_t> out(40);
       QBinarySpan(ProgramOf(c.spec), a.data(), 1, b.data(), 1, out.data(), 40, isa);
       EXPECT_EQ(out, std::vector<uint8_t>(40, c.expected))

@@ -27,13 +27,6 @@ using int_test::RoundHalfEven;
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
-std::vector<Isa> SupportedPaths() {
-  std::vector<Isa> paths;
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni, Isa::kNeonDot})
-    if (IsaSupported(isa)) paths.push_back(isa);
-  return paths;
-}
-
 struct TypeInfo {
   DType type;
   int64_t min, max;
@@ -150,7 +143,7 @@ TEST(QuantizeKernels, EveryPathMatchesTheFormula) {
           }
           QuantizeSpanParams p{scales.data() + misalign, zeros.data() + misalign, per_element,
                                t.type};
-          for (Isa isa : SupportedPaths()) {
+          for (Isa isa : SupportedIsas()) {
             SCOPED_TRACE(std::string(IsaName(isa)) + " " + DTypeName(t.type) + " n " +
                          std::to_string(n) + (per_element ? " per-element" : " per-tensor") +
                          " misalign " + std::to_string(misalign));
@@ -179,7 +172,7 @@ TEST(QuantizeKernels, TiesRoundToEvenOnEveryPath) {
     for (int k = -6; k <= 6; ++k) x.push_back(static_cast<float>(k) + 0.5f);
     const int32_t zero = static_cast<int32_t>(t.min < 0 ? 0 : t.min + 10);
     const float scale = 1.f;
-    for (Isa isa : SupportedPaths()) {
+    for (Isa isa : SupportedIsas()) {
       std::vector<uint8_t> y(x.size() * t.size);
       QuantizeSpan(x.data(), static_cast<int64_t>(x.size()), {&scale, &zero, false, t.type},
                    y.data(), isa);
@@ -219,7 +212,7 @@ TEST(DequantizeKernels, EveryPathMatchesTheFormulaBitForBit) {
           }
           QuantizeSpanParams p{scales.data() + misalign, zeros.data() + misalign, per_element,
                                t.type};
-          for (Isa isa : SupportedPaths()) {
+          for (Isa isa : SupportedIsas()) {
             SCOPED_TRACE(std::string(IsaName(isa)) + " " + DTypeName(t.type) + " n " +
                          std::to_string(n) + (per_element ? " per-element" : " per-tensor") +
                          " misalign " + std::to_string(misalign));
@@ -268,7 +261,7 @@ TEST(QuantizeKernels, RangeWithZeroOnEveryPath) {
         low = std::min<double>(low, values[i]);
         high = std::max<double>(high, values[i]);
       }
-      for (Isa isa : SupportedPaths()) {
+      for (Isa isa : SupportedIsas()) {
         SCOPED_TRACE(std::string(IsaName(isa)) + " n " + std::to_string(n) + " variant " +
                      std::to_string(variant));
         const FloatRange r = RangeWithZero(values, n, isa);

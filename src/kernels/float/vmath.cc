@@ -58,17 +58,11 @@ struct Scalar {
 constexpr int64_t kParallelMinWork = int64_t{1} << 15;
 
 const Kernels& KernelsFor(Isa isa) {
-  switch (isa) {
 #if defined(__x86_64__) || defined(_M_X64)
-    case Isa::kAvx512Vnni:
-      return kAvx512Kernels;
-    case Isa::kAvx2:
-    case Isa::kAvxVnni:
-      return kAvx2Kernels;
+  return *PickKernel(isa, "float vector math", &kScalarKernels, &kAvx2Kernels, &kAvx512Kernels);
+#else
+  return *PickKernel(isa, "float vector math", &kScalarKernels, &kScalarKernels, &kScalarKernels);
 #endif
-    default:
-      return kScalarKernels;
-  }
 }
 
 }  // namespace

@@ -107,16 +107,16 @@ void SpanScalar(const QBinaryProgram& p, const uint8_t* a, int64_t a_step, const
 
 void QBinarySpan(const QBinaryProgram& p, const uint8_t* a, int64_t a_step, const uint8_t* b,
                  int64_t b_step, uint8_t* c, int64_t n, Isa isa) {
-  OCTET_CHECK(IsaSupported(isa), "quantized binary kernels: instruction set ", IsaName(isa),
-              " cannot run here: ", IsaUnsupportedReason(isa));
   OCTET_CHECK((a_step == 0 || a_step == 1) && (b_step == 0 || b_step == 1),
               "internal: quantized binary span steps must be 0 or 1");
   if (n <= 0) return;
-  qbinary::SpanFn fn = qbinary::SpanScalar;
 #if defined(__x86_64__) || defined(_M_X64)
-  // AVX-512 with AVX-512 VNNI (which implies avx512f/bw/dq/vl), AVX2 with AVX2 or AVX-VNNI.
-  if (isa == Isa::kAvx512Vnni) fn = qbinary::SpanAvx512;
-  if (isa == Isa::kAvx2 || isa == Isa::kAvxVnni) fn = qbinary::SpanAvx2;
+  const qbinary::SpanFn fn = PickKernel<qbinary::SpanFn>(
+      isa, "quantized binary kernels", qbinary::SpanScalar, qbinary::SpanAvx2, qbinary::SpanAvx512);
+#else
+  const qbinary::SpanFn fn =
+      PickKernel<qbinary::SpanFn>(isa, "quantized binary kernels", qbinary::SpanScalar,
+                                  qbinary::SpanScalar, qbinary::SpanScalar);
 #endif
   fn(p, a, a_step, b, b_step, c, n);
 }

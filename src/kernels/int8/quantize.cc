@@ -83,19 +83,6 @@ FloatRange RangeScalar(const float* x, int64_t n) {
 
 namespace {
 
-// The implementation for `isa`: AVX-512 with AVX-512 VNNI (which implies
-// avx512f/bw/dq/vl), AVX2 with AVX2 or AVX-VNNI, else scalar.
-template <typename Fn>
-Fn PickFn(Isa isa, Fn scalar, [[maybe_unused]] Fn avx2, [[maybe_unused]] Fn avx512) {
-  OCTET_CHECK(IsaSupported(isa), "quantize kernels: instruction set ", IsaName(isa),
-              " cannot run here: ", IsaUnsupportedReason(isa));
-#if defined(__x86_64__) || defined(_M_X64)
-  if (isa == Isa::kAvx512Vnni) return avx512;
-  if (isa == Isa::kAvx2 || isa == Isa::kAvxVnni) return avx2;
-#endif
-  return scalar;
-}
-
 #if defined(__x86_64__) || defined(_M_X64)
 #define OCTET_QUANT_VECTOR_FNS(name) quant::name##Avx2, quant::name##Avx512
 #else
@@ -112,20 +99,21 @@ void CheckSpanType(DType t) {
 void QuantizeSpan(const float* x, int64_t n, const QuantizeSpanParams& p, void* y, Isa isa) {
   CheckSpanType(p.type);
   if (n <= 0) return;
-  PickFn<quant::QuantizeFn>(isa, quant::QuantizeScalar, OCTET_QUANT_VECTOR_FNS(Quantize))(x, n, p,
-                                                                                          y);
+  PickKernel<quant::QuantizeFn>(isa, "quantize kernels", quant::QuantizeScalar,
+                                OCTET_QUANT_VECTOR_FNS(Quantize))(x, n, p, y);
 }
 
 void DequantizeSpan(const void* x, int64_t n, const QuantizeSpanParams& p, float* y, Isa isa) {
   CheckSpanType(p.type);
   if (n <= 0) return;
-  PickFn<quant::DequantizeFn>(isa, quant::DequantizeScalar, OCTET_QUANT_VECTOR_FNS(Dequantize))(
-      x, n, p, y);
+  PickKernel<quant::DequantizeFn>(isa, "quantize kernels", quant::DequantizeScalar,
+                                  OCTET_QUANT_VECTOR_FNS(Dequantize))(x, n, p, y);
 }
 
 FloatRange RangeWithZero(const float* x, int64_t n, Isa isa) {
   if (n <= 0) return {};
-  return PickFn<quant::RangeFn>(isa, quant::RangeScalar, OCTET_QUANT_VECTOR_FNS(Range))(x, n);
+  return PickKernel<quant::RangeFn>(isa, "quantize kernels", quant::RangeScalar,
+                                    OCTET_QUANT_VECTOR_FNS(Range))(x, n);
 }
 
 }  // namespace octet
