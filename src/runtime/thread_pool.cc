@@ -37,11 +37,16 @@ bool Spin(Done done) {
   return done();
 }
 
+constexpr uint64_t ClaimWord(uint64_t generation, int chunks, int next) {
+  return generation << 32 | static_cast<uint64_t>(chunks) << 16 | static_cast<uint64_t>(next);
+}
+
 }  // namespace
 
 ThreadPool::ThreadPool(int threads) {
-  for (int i = 1; i < std::max(threads, 1); ++i)
-    workers_.emplace_back([this, i] { WorkerLoop(i); });
+  // The claim word holds the chunk count in 16 bits.
+  const int count = std::clamp(threads, 1, 1 << 15);
+  for (int i = 1; i < count; ++i) workers_.emplace_back([this] { WorkerLoop(); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -62,60 +67,65 @@ void ThreadPool::ParallelFor(int64_t n, const std::function<void(int64_t, int64_
   }
   job_ = &fn;
   job_n_ = n;
-  job_chunks_ = chunks;
   error_ = nullptr;
-  remaining_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
+  chunks_done_.store(0, std::memory_order_relaxed);
+  generation_ = (generation_ + 1) & 0xffffffffu;
   {
-    // Under the lock so that a worker about to sleep cannot miss the bump.
+    // Under the lock so that a worker about to sleep cannot miss the new job.
     std::lock_guard<std::mutex> lock(mu_);
-    generation_.fetch_add(1, std::memory_order_release);
+    claim_.store(ClaimWord(generation_, chunks, 0), std::memory_order_release);
   }
   work_cv_.notify_all();
-
-  std::exception_ptr mine;
-  try {
-    auto [b, e] = ChunkRange(n, chunks, 0);
-    fn(b, e);
-  } catch (...) {
-    mine = std::current_exception();
-  }
-  auto all_done = [this] { return remaining_.load(std::memory_order_acquire) == 0; };
+  RunChunks(generation_);
+  auto all_done = [&] { return chunks_done_.load(std::memory_order_acquire) == chunks; };
   if (!Spin(all_done)) {
     std::unique_lock<std::mutex> lock(mu_);
     done_cv_.wait(lock, all_done);
   }
   job_ = nullptr;
-  if (mine) std::rethrow_exception(mine);
   std::lock_guard<std::mutex> lock(mu_);
   if (error_) std::rethrow_exception(error_);
 }
 
-void ThreadPool::WorkerLoop(int index) {
+void ThreadPool::RunChunks(uint64_t generation) {
+  uint64_t word = claim_.load(std::memory_order_acquire);
+  for (;;) {
+    if (word >> 32 != generation) return;
+    const int chunks = static_cast<int>(word >> 16 & 0xffff),
+              next = static_cast<int>(word & 0xffff);
+    if (next >= chunks) return;
+    if (!claim_.compare_exchange_weak(word, word + 1, std::memory_order_acq_rel,
+                                      std::memory_order_acquire))
+      continue;  // `word` now holds the current value
+    try {
+      auto [b, e] = ChunkRange(job_n_, chunks, next);
+      (*job_)(b, e);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!error_) error_ = std::current_exception();
+    }
+    if (chunks_done_.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks) {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_cv_.notify_all();
+    }
+    word = claim_.load(std::memory_order_acquire);
+  }
+}
+
+void ThreadPool::WorkerLoop() {
   uint64_t seen = 0;
   for (;;) {
     auto has_work = [&] {
       return stop_.load(std::memory_order_relaxed) ||
-             generation_.load(std::memory_order_acquire) != seen;
+             claim_.load(std::memory_order_acquire) >> 32 != seen;
     };
     if (!Spin(has_work)) {
       std::unique_lock<std::mutex> lock(mu_);
       work_cv_.wait(lock, has_work);
     }
     if (stop_.load()) return;
-    seen = generation_.load(std::memory_order_acquire);
-    if (index < job_chunks_) {
-      try {
-        auto [b, e] = ChunkRange(job_n_, job_chunks_, index);
-        (*job_)(b, e);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (!error_) error_ = std::current_exception();
-      }
-    }
-    if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      std::lock_guard<std::mutex> lock(mu_);
-      done_cv_.notify_all();
-    }
+    seen = claim_.load(std::memory_order_acquire) >> 32;
+    RunChunks(seen);
   }
 }
 

@@ -1,6 +1,8 @@
 // A fixed pool of worker threads. ParallelFor splits [0, n) into contiguous
 // chunks; kernels must make their results independent of how work is split
-// (fixed block sizes), so outputs never depend on the thread count.
+// (fixed block sizes), so outputs never depend on the thread count. Threads
+// claim chunks as they come, so a worker the OS has not scheduled yet never
+// holds the caller up: the caller runs the chunks nobody claimed.
 #pragma once
 
 #include <atomic>
@@ -30,19 +32,21 @@ class ThreadPool {
   void ParallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& fn);
 
  private:
-  void WorkerLoop(int index);
+  void WorkerLoop();
+  // Claims and runs chunks of job `generation` until none is left.
+  void RunChunks(uint64_t generation);
 
   std::vector<std::thread> workers_;
-  // The current job; written by ParallelFor before `generation_` is bumped and
-  // read by workers after they see the new generation.
+  // The current job; written by ParallelFor before `claim_` announces it. A thread
+  // reads them only after claiming a chunk, and the job cannot finish (and be
+  // replaced) before that chunk is done.
   const std::function<void(int64_t, int64_t)>* job_ = nullptr;
   int64_t job_n_ = 0;
-  int job_chunks_ = 0;
-  std::atomic<uint64_t> generation_{0};
-  // Workers that have not yet finished the current job (every worker reports,
-  // whether or not it had a chunk, so a job's fields are never overwritten
-  // while a worker may still read them).
-  std::atomic<int> remaining_{0};
+  uint64_t generation_ = 0;  // written by the calling thread only
+  // generation << 32 | chunk count << 16 | next unclaimed chunk: one compare-and-
+  // swap claims a chunk of exactly one job.
+  std::atomic<uint64_t> claim_{0};
+  std::atomic<int> chunks_done_{0};
   std::atomic<bool> stop_{false};
   // Sleeping after a short spin keeps back-to-back kernels from paying a
   // futex wake-up each, without burning a core between runs.

@@ -105,6 +105,32 @@ TEST(ThreadPool, CoversRangeExactlyOnce) {
   }
 }
 
+TEST(ThreadPool, BackToBackJobsOnMoreThreadsThanCores) {
+  // Many short jobs on an oversubscribed pool: workers wake late and find jobs done or
+  // replaced; every job must still cover its range exactly once, with the same chunks.
+  for (int threads : {2, 3, 8}) {
+    ThreadPool pool(threads);
+    for (int job = 0; job < 3000; ++job) {
+      const int64_t n = 1 + job % 17;
+      std::vector<std::atomic<int>> hits(n);
+      std::vector<std::pair<int64_t, int64_t>> chunks(n, {-1, -1});
+      pool.ParallelFor(n, [&](int64_t b, int64_t e) {
+        chunks[b] = {b, e};
+        for (int64_t i = b; i < e; ++i) hits[i]++;
+      });
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << threads << " " << job;
+      // The partition depends on n and the pool size only: equal chunks, larger first.
+      const int64_t parts = std::min<int64_t>(n, threads);
+      int64_t begin = 0;
+      for (int64_t c = 0; c < parts; ++c) {
+        const int64_t size = n / parts + (c < n % parts ? 1 : 0);
+        ASSERT_EQ(chunks[begin], std::make_pair(begin, begin + size));
+        begin += size;
+      }
+    }
+  }
+}
+
 TEST(ThreadPool, PropagatesExceptions) {
   ThreadPool pool(2);
   EXPECT_THROW(pool.ParallelFor(10,
