@@ -141,13 +141,14 @@ void RunIntMatMul(const MatMulShape& s, const Tensor& a, const MatMulZeroPoints&
   const int64_t block_rows =
       std::min(s.m, std::max(kMinBlockRows, block_budget / kMinBlockRows * kMinBlockRows));
   const size_t chunks = b.matrices.empty() ? 0 : b.matrices[0].size();
-  // Per calling thread and kept between runs: the block's product and, with
-  // several K chunks, one chunk's product.
-  thread_local std::vector<int32_t> scratch, chunk_scratch;
-  if (out == nullptr) scratch.resize(static_cast<size_t>(block_rows * s.n));
-  if (chunks > 1) chunk_scratch.resize(static_cast<size_t>(block_rows * s.n));
 
-  for (int64_t entry = 0; entry < s.batch_count(); ++entry) {
+  // One matrix of the batch; `gemm_pool` splits its product, `epilogue_pool` its epilogue.
+  auto run_entry = [&](int64_t entry, ThreadPool* gemm_pool, ThreadPool* epilogue_pool) {
+    // Per thread and kept between runs: the block's product and, with several K
+    // chunks, one chunk's product.
+    thread_local std::vector<int32_t> scratch, chunk_scratch;
+    if (out == nullptr) scratch.resize(static_cast<size_t>(block_rows * s.n));
+    if (chunks > 1) chunk_scratch.resize(static_cast<size_t>(block_rows * s.n));
     const std::vector<PackedB>& b_chunks = b.matrices[s.b_matrix[entry]];
     const int64_t a_matrix = s.a_matrix[entry];
     const int32_t* b_zero_values =
@@ -166,7 +167,7 @@ void RunIntMatMul(const MatMulShape& s, const Tensor& a, const MatMulZeroPoints&
         int32_t* target = chunk == 0 ? acc : chunk_scratch.data();
         GemmS32(rows, a_block, a_zero_values, a_zero.layout.per_vector(), packed, b_zero_values,
                 b_zero.layout.per_vector(), target, s.n,
-                rows * packed.K * s.n >= kMinParallelMacs ? pool : nullptr);
+                rows * packed.K * s.n >= kMinParallelMacs ? gemm_pool : nullptr);
         if (chunk > 0) {
           // Wrapping int32 sum of the chunks, as ONNX Runtime's int32 accumulation.
           for (int64_t i = 0; i < rows * s.n; ++i)
@@ -177,10 +178,19 @@ void RunIntMatMul(const MatMulShape& s, const Tensor& a, const MatMulZeroPoints&
       }
       if (out == nullptr) {
         ParallelFor(
-            rows * s.n >= kMinParallelOutputs ? pool : nullptr, rows,
+            rows * s.n >= kMinParallelOutputs ? epilogue_pool : nullptr, rows,
             [&](int64_t r0, int64_t r1) { epilogue(entry, row0 + r0, r1 - r0, acc + r0 * s.n); });
       }
     }
+  };
+
+  // Many small products (attention heads) are shared out whole; large ones are split.
+  if (pool != nullptr && s.batch_count() > 1 && s.m * s.k * s.n < kMinParallelMacs) {
+    ParallelFor(pool, s.batch_count(), [&](int64_t e0, int64_t e1) {
+      for (int64_t entry = e0; entry < e1; ++entry) run_entry(entry, nullptr, nullptr);
+    });
+  } else {
+    for (int64_t entry = 0; entry < s.batch_count(); ++entry) run_entry(entry, pool, pool);
   }
 }
 

@@ -637,8 +637,9 @@ TEST(MatMulIntegerFast, ConstantAndPerRunWeightsOnEveryThreadCount) {
   };
   // GEMV, row blocks (K = 33000 gives 128-row blocks, with per-row zero points
   // crossing them), a batch of A against one 2-D constant B, batched B,
-  // per-row / per-column zero points.
+  // per-row / per-column zero points, attention-like heads (small products shared out whole).
   const std::vector<Case> cases = {{{1, 512}, {512, 300}, {}, {}},
+                                   {{1, 5, 64, 32}, {1, 5, 32, 64}, {}, {}},
                                    {{300, 40}, {40, 1024}, {}, {1024}},
                                    {{130, 33000}, {33000, 3}, {130}, {3}},
                                    {{2, 3, 130, 24}, {24, 40}, {}, {40}},

@@ -96,8 +96,16 @@ void GemmS32(int64_t M, const Int8Operand& A, const int32_t* a_zero, bool a_zero
   // One row panel reuses nothing across k blocks, so it takes K in one pass.
   const int64_t kc = m_panels == 1 ? kg : kKcGroups;
   const int64_t mc = std::max<int64_t>(1, kMcRows / s.mr);  // panels per block
-  const int64_t nc = std::max<int64_t>(1, kNcCols / s.nr);
-  const int64_t m_blocks = (m_panels + mc - 1) / mc, n_blocks = (n_panels + nc - 1) / nc;
+  const int64_t m_blocks = (m_panels + mc - 1) / mc;
+  // Column panels per block: kNcCols wide, narrower when that leaves too few blocks to
+  // share out evenly (N=384 would split 8 + 4 panels over two threads). Integer sums are
+  // exact, so the blocking never changes a result.
+  int64_t nc = std::max<int64_t>(1, kNcCols / s.nr);
+  if (const int threads = pool ? pool->num_threads() : 1; threads > 1) {
+    const int64_t wanted_n_blocks = (4 * threads + m_blocks - 1) / m_blocks;
+    nc = std::clamp<int64_t>((n_panels + wanted_n_blocks - 1) / wanted_n_blocks, 1, nc);
+  }
+  const int64_t n_blocks = (n_panels + nc - 1) / nc;
   const int8_t* packed_b = b.data.data<int8_t>();
 
   ParallelFor(pool, m_blocks * n_blocks, [&](int64_t t0, int64_t t1) {
