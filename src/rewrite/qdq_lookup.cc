@@ -293,8 +293,7 @@ class ChainFolder {
     lookup.op_type = kLookupTableOp;
     lookup.domain = kOctetDomain;
     lookup.opset = 1;
-    const int table_value = g_.AddValue(lookup.name + "/table");
-    g_.SetInitializer(table_value, table.Reshaped({256}));
+    const int table_value = AddConstant(g_, lookup.name + "/table", table.Reshaped({256}));
     lookup.inputs = {root, table_value};
     lookup.outputs = {exit_value};
     lookup.attributes["min_rank"] = Attribute::Int(min_rank);

@@ -146,6 +146,15 @@ int SoleConsumer(const Graph& g, const std::vector<std::vector<int>>& consumers,
   return consumers[value][0];
 }
 
+int AddConstant(Graph& g, const std::string& base_name, Tensor t) {
+  std::string name = base_name;
+  for (int suffix = 2; g.FindValue(name) >= 0; ++suffix)
+    name = base_name + "/" + std::to_string(suffix);
+  const int value = g.AddValue(name);
+  g.SetInitializer(value, std::move(t));
+  return value;
+}
+
 void RemoveNodes(Graph& g, const std::vector<bool>& removed) {
   std::vector<Node> kept;
   kept.reserve(g.nodes.size());

@@ -71,6 +71,9 @@ std::vector<std::vector<int>> ConsumersOf(const Graph& g);
 // value is a graph output.
 int SoleConsumer(const Graph& g, const std::vector<std::vector<int>>& consumers, int value);
 
+// A new constant value holding t, named base_name (or base_name/2, /3, ... when taken).
+int AddConstant(Graph& g, const std::string& base_name, Tensor t);
+
 // Removes the marked nodes and recomputes every value's producer.
 void RemoveNodes(Graph& g, const std::vector<bool>& removed);
 
@@ -78,6 +81,5 @@ void RemoveNodes(Graph& g, const std::vector<bool>& removed);
 // of them goes too); a DQ with another consumer keeps running for it. Then
 // recomputes every value's producer.
 void DropUnreadDequantize(Graph& g);
-
 
 }  // namespace octet

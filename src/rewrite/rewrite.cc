@@ -6,6 +6,7 @@
 #include <sstream>
 #include <vector>
 
+#include "rewrite/integer_matmul_float.h"
 #include "rewrite/qdq_activation.h"
 #include "rewrite/qdq_binary.h"
 #include "rewrite/qdq_conv.h"
@@ -30,6 +31,7 @@ QdqReport RunQdqPasses(Graph& graph) {
   AbsorbQdqActivations(graph, report);
   ElideQdqAroundMovement(graph, report);
   FuseQdqBinary(graph, report, ort_uint8_values);
+  FoldMatMulIntegerToFloat(graph, report);
   // OCTET_QDQ_LOOKUP=0: the control for the lookup tables alone (every other pass runs).
   if (!EnvIs("OCTET_QDQ_LOOKUP", "0")) FoldPointwiseChainsToTables(graph, report);
   return report;
