@@ -140,13 +140,20 @@ PackedB PackB(const void* b, bool b_signed, int64_t K, int64_t N, int64_t ldb, I
   packed.col_sums.assign(panels * s.nr, 0);
   int8_t* out = packed.data.data<int8_t>();
   const uint8_t flip = b_signed ? 0 : 0x80;  // uint8 B is stored as B - 128
+  const int64_t nr = s.nr, group_bytes = nr * gemm::kGroup;
+  int32_t* col_sums = packed.col_sums.data();
   for (int64_t k = 0; k < K; ++k) {
     const uint8_t* row = static_cast<const uint8_t*>(b) + k * ldb;
-    const int64_t group_offset = (k / gemm::kGroup) * s.nr * gemm::kGroup + k % gemm::kGroup;
-    for (int64_t n = 0; n < N; ++n) {
-      const int8_t v = static_cast<int8_t>(row[n] ^ flip);
-      out[(n / s.nr) * panel_bytes + group_offset + (n % s.nr) * gemm::kGroup] = v;
-      packed.col_sums[n] += v;
+    // Row k is byte k % 4 of every column's 4-byte group (k / 4) in each panel.
+    int8_t* group = out + (k / gemm::kGroup) * group_bytes + k % gemm::kGroup;
+    for (int64_t p = 0; p < panels; ++p) {
+      const int64_t n0 = p * nr, width = std::min(nr, N - n0);
+      int8_t* dst = group + p * panel_bytes;
+      for (int64_t j = 0; j < width; ++j) {
+        const int8_t v = static_cast<int8_t>(row[n0 + j] ^ flip);
+        dst[j * gemm::kGroup] = v;
+        col_sums[n0 + j] += v;
+      }
     }
   }
   return packed;
