@@ -144,16 +144,42 @@ PackedB PackB(const void* b, bool b_signed, int64_t K, int64_t N, int64_t ldb, I
   int32_t* col_sums = packed.col_sums.data();
   for (int64_t k = 0; k < K; ++k) {
     const uint8_t* row = static_cast<const uint8_t*>(b) + k * ldb;
-    // Row k is byte k % 4 of every column's 4-byte group (k / 4) in each panel.
-    int8_t* group = out + (k / gemm::kGroup) * group_bytes + k % gemm::kGroup;
-    for (int64_t p = 0; p < panels; ++p) {
-      const int64_t n0 = p * nr, width = std::min(nr, N - n0);
-      int8_t* dst = group + p * panel_bytes;
-      for (int64_t j = 0; j < width; ++j) {
-        const int8_t v = static_cast<int8_t>(row[n0 + j] ^ flip);
-        dst[j * gemm::kGroup] = v;
-        col_sums[n0 + j] += v;
+    for (int64_t n = 0; n < N; ++n) col_sums[n] += static_cast<int8_t>(row[n] ^ flip);
+  }
+  // Row k is byte k % 4 of every column's 4-byte group (k / 4) in each panel.
+  for (int64_t g = 0; g < packed.k_groups; ++g) {
+    const int64_t k0 = g * gemm::kGroup, group_rows = std::min<int64_t>(gemm::kGroup, K - k0);
+    int8_t* group = out + g * group_bytes;
+    int64_t n0 = 0;
+#if defined(__SSE2__)
+    if (group_rows == gemm::kGroup && nr % 16 == 0) {
+      // 16 columns x 4 rows at a time: interleave bytes, then byte pairs, into 16
+      // 4-byte groups (64 contiguous bytes of the panel).
+      const __m128i flip_bytes = _mm_set1_epi8(static_cast<char>(flip));
+      const uint8_t* rows = static_cast<const uint8_t*>(b) + k0 * ldb;
+      for (; n0 + 16 <= N; n0 += 16) {
+        auto load = [&](int r) {
+          return _mm_xor_si128(
+              _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows + r * ldb + n0)),
+              flip_bytes);
+        };
+        const __m128i r0 = load(0), r1 = load(1), r2 = load(2), r3 = load(3);
+        const __m128i t0 = _mm_unpacklo_epi8(r0, r1), t1 = _mm_unpackhi_epi8(r0, r1);
+        const __m128i t2 = _mm_unpacklo_epi8(r2, r3), t3 = _mm_unpackhi_epi8(r2, r3);
+        auto* dst = reinterpret_cast<__m128i*>(group + (n0 / nr) * panel_bytes +
+                                               (n0 % nr) * gemm::kGroup);
+        _mm_storeu_si128(dst + 0, _mm_unpacklo_epi16(t0, t2));
+        _mm_storeu_si128(dst + 1, _mm_unpackhi_epi16(t0, t2));
+        _mm_storeu_si128(dst + 2, _mm_unpacklo_epi16(t1, t3));
+        _mm_storeu_si128(dst + 3, _mm_unpackhi_epi16(t1, t3));
       }
+    }
+#endif
+    for (int64_t r = 0; r < group_rows; ++r) {
+      const uint8_t* row = static_cast<const uint8_t*>(b) + (k0 + r) * ldb;
+      for (int64_t n = n0; n < N; ++n)
+        group[(n / nr) * panel_bytes + (n % nr) * gemm::kGroup + r] =
+            static_cast<int8_t>(row[n] ^ flip);
     }
   }
   return packed;
