@@ -1,9 +1,9 @@
 // Google Benchmark for the exact int8 convolution (kernels/int8/conv.h), as
 // QLinearConv runs it: u8 x, s8 weights packed once outside the timed loop,
 // per-channel multipliers and int32 bias, requantized u8 output. Shapes are
-// typical CNN layers (ResNet 3x3 and 1x1, MobileNet depthwise, a stem conv),
-// batch 1. Counter: GOPS = 2 x MACs per second (CPU time of the calling thread).
-// OCTET_ISA selects the path.
+// typical CNN layers (ResNet 3x3 and 1x1, MobileNet depthwise, a stem conv)
+// and the real detector's layers (det416_*), batch 1. Counter: GOPS = 2 x MACs
+// per second (CPU time of the calling thread). OCTET_ISA selects the path.
 // Run: build/<dir>/conv_bench [--benchmark_filter=...] [--benchmark_repetitions=3]
 #include <benchmark/benchmark.h>
 
@@ -24,7 +24,7 @@ struct ConvShape {
   int64_t in_channels, out_channels, group, size, kernel, stride, pad;
 };
 
-// Kept in step with tools/bench_conv_vs_ort.py.
+// Kept in step with tools/bench_conv_vs_ort.py (SHAPES, and --shapes-from for the detector's).
 const ConvShape kShapes[] = {
     {"stem3x3s2_3to32_224", 3, 32, 1, 224, 3, 2, 1},
     {"conv3x3_64to64_56", 64, 64, 1, 56, 3, 1, 1},
@@ -37,6 +37,44 @@ const ConvShape kShapes[] = {
     {"dw3x3_32_112", 32, 32, 32, 112, 3, 1, 1},
     {"dw3x3s2_144_56", 144, 144, 144, 56, 3, 2, 1},
     {"dw3x3_576_14", 576, 576, 576, 14, 3, 1, 1},
+    // The detector's (build/models/det-416.fp32.onnx) distinct convolutions,
+    // _x<count>: how often each occurs; as printed by tools/bench_conv_vs_ort.py
+    // --shapes-from build/models/det-416.fp32.onnx.
+    {"det416_conv3x3_12to24_208_x1", 12, 24, 1, 208, 3, 1, 1},
+    {"det416_conv3x3s2_24to48_208_x1", 24, 48, 1, 208, 3, 2, 1},
+    {"det416_conv1x1_48to24_104_x2", 48, 24, 1, 104, 1, 1, 0},
+    {"det416_conv1x1_24to24_104_x1", 24, 24, 1, 104, 1, 1, 0},
+    {"det416_conv3x3_24to24_104_x1", 24, 24, 1, 104, 3, 1, 1},
+    {"det416_conv1x1_48to48_104_x1", 48, 48, 1, 104, 1, 1, 0},
+    {"det416_conv3x3s2_48to96_104_x1", 48, 96, 1, 104, 3, 2, 1},
+    {"det416_conv1x1_96to48_52_x2", 96, 48, 1, 52, 1, 1, 0},
+    {"det416_conv1x1_48to48_52_x4", 48, 48, 1, 52, 1, 1, 0},
+    {"det416_conv3x3_48to48_52_x4", 48, 48, 1, 52, 3, 1, 1},
+    {"det416_conv1x1_96to96_52_x3", 96, 96, 1, 52, 1, 1, 0},
+    {"det416_conv3x3s2_96to192_52_x1", 96, 192, 1, 52, 3, 2, 1},
+    {"det416_conv1x1_192to96_26_x6", 192, 96, 1, 26, 1, 1, 0},
+    {"det416_conv1x1_96to96_26_x5", 96, 96, 1, 26, 1, 1, 0},
+    {"det416_conv3x3_96to96_26_x9", 96, 96, 1, 26, 3, 1, 1},
+    {"det416_conv1x1_192to192_26_x3", 192, 192, 1, 26, 1, 1, 0},
+    {"det416_conv3x3s2_192to384_26_x1", 192, 384, 1, 26, 3, 2, 1},
+    {"det416_conv1x1_384to192_13_x6", 384, 192, 1, 13, 1, 1, 0},
+    {"det416_conv1x1_768to384_13_x1", 768, 384, 1, 13, 1, 1, 0},
+    {"det416_conv1x1_192to192_13_x2", 192, 192, 1, 13, 1, 1, 0},
+    {"det416_conv3x3_192to192_13_x2", 192, 192, 1, 13, 3, 1, 1},
+    {"det416_conv1x1_384to384_13_x2", 384, 384, 1, 13, 1, 1, 0},
+    {"det416_conv1x1_384to96_26_x2", 384, 96, 1, 26, 1, 1, 0},
+    {"det416_conv1x1_192to48_52_x2", 192, 48, 1, 52, 1, 1, 0},
+    {"det416_conv3x3s2_96to96_52_x1", 96, 96, 1, 52, 3, 2, 1},
+    {"det416_conv3x3s2_192to192_26_x1", 192, 192, 1, 26, 3, 2, 1},
+    {"det416_conv3x3_96to96_52_x4", 96, 96, 1, 52, 3, 1, 1},
+    {"det416_conv1x1_96to1_52_x2", 96, 1, 1, 52, 1, 1, 0},
+    {"det416_conv1x1_96to4_52_x1", 96, 4, 1, 52, 1, 1, 0},
+    {"det416_conv1x1_96to1_26_x2", 96, 1, 1, 26, 1, 1, 0},
+    {"det416_conv1x1_96to4_26_x1", 96, 4, 1, 26, 1, 1, 0},
+    {"det416_conv1x1_384to96_13_x1", 384, 96, 1, 13, 1, 1, 0},
+    {"det416_conv3x3_96to96_13_x4", 96, 96, 1, 13, 3, 1, 1},
+    {"det416_conv1x1_96to1_13_x2", 96, 1, 1, 13, 1, 1, 0},
+    {"det416_conv1x1_96to4_13_x1", 96, 4, 1, 13, 1, 1, 0},
 };
 
 ThreadPool* PoolFor(int threads) {

@@ -9,6 +9,10 @@ time. Both include each engine's per-run overhead. The machine is shared: compar
 columns of one run, not runs.
 
     .venv/bin/python tools/bench_conv_vs_ort.py [--threads 1] [--loops 20] [--repeats 5]
+
+--shapes-from MODEL takes the shapes from a model's Conv / QLinearConv nodes instead
+(distinct shapes, with how often each occurs; ONNX shape inference gives the sizes),
+e.g. build/models/det-416.fp32.onnx, and ends with the count-weighted totals.
 """
 
 from __future__ import annotations
@@ -18,10 +22,12 @@ import time
 
 import numpy as np
 import octet
+import onnx
 import onnxruntime as ort
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper, numpy_helper, shape_inference
 
-# name, in_channels, out_channels, group, size, kernel, stride, pad (as bench/conv_bench.cc)
+# name, in_channels, out_channels, group, size, kernel, stride, pad (as bench/conv_bench.cc);
+# square images and kernels, symmetric pads
 SHAPES = [
     ("stem3x3s2_3to32_224", 3, 32, 1, 224, 3, 2, 1),
     ("conv3x3_64to64_56", 64, 64, 1, 56, 3, 1, 1),
@@ -73,6 +79,45 @@ def make_model(c, m, group, size, kernel, stride, pad, rng):
     return model.SerializeToString()
 
 
+def shapes_from(path):
+    """(name, c, m, group, size, kernel, stride, pad, count) for each distinct 2-D conv
+    of the model at `path` (square, symmetric; anything else is refused)."""
+    model = shape_inference.infer_shapes(onnx.load(path))
+    dims = {
+        v.name: [d.dim_value for d in v.type.tensor_type.shape.dim]
+        for v in list(model.graph.value_info) + list(model.graph.input)
+    }
+    weights = {i.name: list(i.dims) for i in model.graph.initializer}
+    counts = {}
+    for node in model.graph.node:
+        if node.op_type not in ("Conv", "QLinearConv"):
+            continue
+        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        w = weights[node.input[1 if node.op_type == "Conv" else 3]]
+        x = dims.get(node.input[0])
+        if not x or len(x) != 4 or 0 in x:
+            raise SystemExit(
+                f"{node.name}: shape inference did not give the input's shape ({x}); "
+                "try the model's float version (e.g. det-416.fp32.onnx)"
+            )
+        stride, pads = attrs.get("strides", [1, 1]), attrs.get("pads", [0, 0, 0, 0])
+        if (
+            len(w) != 4 or x[2] != x[3] or w[2] != w[3] or len(set(stride)) != 1
+            or len(set(pads)) != 1 or set(attrs.get("dilations", [1, 1])) != {1}
+            or attrs.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET")
+        ):
+            raise SystemExit(f"{node.name}: not a square, symmetric 2-D conv: {x} {w} {attrs}")
+        group = attrs.get("group", 1)
+        key = (w[1] * group, w[0], group, x[2], w[2], stride[0], pads[0])
+        counts[key] = counts.get(key, 0) + 1
+    out = []
+    for (c, m, group, size, kernel, stride, pad), count in counts.items():
+        kind = f"dw{kernel}x{kernel}" if group == c and group > 1 else f"conv{kernel}x{kernel}"
+        name = f"{kind}{f's{stride}' if stride > 1 else ''}_{c}to{m}_{size}"
+        out.append((name, c, m, group, size, kernel, stride, pad, count))
+    return out
+
+
 def best_times(runs, loops, repeats):
     """Best (CPU, wall) seconds per call of each function in `runs`. The engines take
     turns round by round, so a burst of load from other processes hits both alike."""
@@ -93,12 +138,18 @@ def main():
     parser.add_argument("--loops", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--filter", default="")
+    parser.add_argument("--shapes-from", metavar="MODEL", help="benchmark this model's conv shapes")
     args = parser.parse_args()
+    shapes = shapes_from(args.shapes_from) if args.shapes_from else [s + (1,) for s in SHAPES]
     rng = np.random.default_rng(0)
     print(f"threads={args.threads}; per run: best of {args.repeats} x {args.loops} runs")
-    print("| shape | GOP | octet CPU us | ORT CPU us | ORT/octet (CPU) | octet wall us | ORT wall us |")
-    print("|---|---|---|---|---|---|---|")
-    for name, c, m, group, size, kernel, stride, pad in SHAPES:
+    print(
+        "| shape | count | GOP | octet CPU us | ORT CPU us | ORT/octet (CPU) "
+        "| octet wall us | ORT wall us |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    totals = [0.0, 0.0]
+    for name, c, m, group, size, kernel, stride, pad, count in shapes:
         if args.filter not in name:
             continue
         model = make_model(c, m, group, size, kernel, stride, pad, rng)
@@ -119,11 +170,17 @@ def main():
             args.loops,
             args.repeats,
         )
+        totals[0] += count * octet_cpu
+        totals[1] += count * ort_cpu
         print(
-            f"| {name} | {gop:.3f} | {octet_cpu * 1e6:.0f} | {ort_cpu * 1e6:.0f} | "
+            f"| {name} | {count} | {gop:.3f} | {octet_cpu * 1e6:.0f} | {ort_cpu * 1e6:.0f} | "
             f"{ort_cpu / octet_cpu:.2f}x | {octet_wall * 1e6:.0f} | {ort_wall * 1e6:.0f} |",
             flush=True,
         )
+    print(
+        f"| total (x count) | | | {totals[0] * 1e6:.0f} | {totals[1] * 1e6:.0f} | "
+        f"{totals[1] / max(totals[0], 1e-12):.2f}x | | |"
+    )
 
 
 if __name__ == "__main__":

@@ -2,10 +2,11 @@
 // every instruction-set path this CPU runs and on 1, 2 and 3 threads, over a
 // generated grid of kernels, strides, dilations, pads, groupings, spatial
 // sizes, channel counts around the tile widths and zero points at the type
-// limits; and its requantized output against requantize.h's formula applied
-// to the reference accumulators.
+// limits or 0 (symmetric weights); and its requantized output against requantize.h's formula
+// applied to the reference accumulators.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -27,7 +28,9 @@ struct Case {
   int64_t pad_bottom = 0, pad_right = 0;
   bool x_signed = false, w_signed = true;
   bool w_zero_per_channel = false;
-  int zero_mode = 0;  // 0: random, 1: at the type minimum, 2: at the type maximum
+  // 0: random, 1: at the type minimum, 2: at the type maximum, 3: w zero point 0
+  // and x's random (symmetric weights: the AVX-512 VNNI unsigned-B path for int8 w)
+  int zero_mode = 0;
 
   std::string Describe() const {
     std::ostringstream s;
@@ -77,8 +80,8 @@ Data MakeData(const Case& c, std::mt19937& rng) {
   };
   d.x_zero = {zero(c.x_signed)};
   d.w_zero.resize(c.w_zero_per_channel ? g.out_channels : 1);
-  for (auto& z : d.w_zero) z = zero(c.w_signed);
-  if (c.zero_mode != 0) {  // the extreme products: inputs at the other limit
+  for (auto& z : d.w_zero) z = c.zero_mode == 3 ? 0 : zero(c.w_signed);
+  if (c.zero_mode == 1 || c.zero_mode == 2) {  // the extreme products: inputs at the other limit
     const int x_far = c.zero_mode == 1 ? TypeMax(c.x_signed) : TypeMin(c.x_signed);
     const int w_far = c.zero_mode == 1 ? TypeMax(c.w_signed) : TypeMin(c.w_signed);
     for (size_t i = 0; i < d.x.size(); i += 2) d.x[i] = static_cast<uint8_t>(x_far);
@@ -199,7 +202,7 @@ TEST(Int8Conv, GridAgainstReferenceOnEveryPathAndThreadCount) {
               c.x_signed = index % 4 >= 2;
               c.w_signed = index % 2 == 0;
               c.w_zero_per_channel = index % 5 < 2;
-              c.zero_mode = index % 7 == 0 ? 1 : (index % 7 == 1 ? 2 : 0);
+              c.zero_mode = std::array{1, 2, 3, 3, 0, 0, 0}[index % 7];
               if (!Resolve(c)) continue;
               ++cases;
               failures += CheckCase(c, rng, index % 3 == 0);
@@ -229,7 +232,10 @@ TEST(Int8Conv, LargerShapesCrossTheBlocking) {
       {1, 8, 8, 8, 150, 150, 3, 3, 2, 1},   // the same at stride 2
   };
   for (const Shape& s : shapes) {
-    for (int variant = 0; variant < 2; ++variant) {
+    // 0: u8 x, s8 w, random zero points; 1: s8 x, u8 w, per-channel zero points
+    // at the type maximum; 2, 3: u8 / s8 x, s8 w with zero point 0 (per tensor /
+    // per channel).
+    for (int variant = 0; variant < 4; ++variant) {
       Case c;
       c.g.batch = s.n;
       c.g.in_channels = s.c;
@@ -242,10 +248,10 @@ TEST(Int8Conv, LargerShapesCrossTheBlocking) {
       c.g.stride_h = c.g.stride_w = s.stride;
       c.g.pad_top = c.g.pad_left = c.pad_bottom = c.pad_right = s.pad;
       if (s.h == 1) c.g.pad_top = c.pad_bottom = 0;
-      c.x_signed = variant == 1;
-      c.w_signed = variant == 0;
-      c.w_zero_per_channel = variant == 1;
-      c.zero_mode = variant == 1 ? 2 : 0;
+      c.x_signed = variant == 1 || variant == 3;
+      c.w_signed = variant != 1;
+      c.w_zero_per_channel = variant == 1 || variant == 3;
+      c.zero_mode = std::array{0, 2, 3, 3}[variant];
       ASSERT_TRUE(Resolve(c)) << c.Describe();
       EXPECT_EQ(CheckCase(c, rng, true), 0);
     }

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -88,7 +89,7 @@ struct EpilogueCase {
 
 std::vector<EpilogueCase> Cases() {
   std::vector<EpilogueCase> cases;
-  for (int64_t cols : {1, 2, 7, 8, 9, 15, 16, 17, 31, 32, 33, 47, 64, 65, 100})
+  for (int64_t cols : {1, 2, 7, 8, 9, 15, 16, 17, 31, 32, 33, 47, 63, 64, 65, 100, 128, 129, 200})
     for (int flags = 0; flags < 6; ++flags)
       cases.push_back({3, cols, cols + (flags % 2) * 5, cols + (flags % 3), flags % 2 == 1,
                        flags >= 2, flags >= 4});
@@ -116,13 +117,24 @@ TEST(RequantizeEpilogue, EveryPathMatchesTheFormulaOnRandomTiesNaNAndSaturation)
         p.bias_per_column = c.bias_per_column;
         p.zero_point = zero;
         p.output_type = type;
+        // Every other case also clamps the output (an absorbed Relu / Clip):
+        // bounds inside the type, on its limits or beyond them.
+        int y_min = TypeMin(type), y_max = TypeMax(type);
+        if (rng() % 2 == 0) {
+          y_min = TypeMin(type) - 5 + static_cast<int>(rng() % 150);
+          y_max = std::max(y_min, TypeMin(type) + 100 + static_cast<int>(rng() % 165));
+          p.y_min = y_min;
+          p.y_max = y_max;
+        }
 
         std::vector<uint8_t> expected(c.rows * c.ld_out, 0xA5);
         for (int64_t r = 0; r < c.rows; ++r)
           for (int64_t col = 0; col < c.cols; ++col)
-            expected[r * c.ld_out + col] = static_cast<uint8_t>(ExpectedValue(
-                acc[r * c.ld_acc + col], c.bias ? bias[c.bias_per_column ? col : 0] : 0,
-                multipliers[c.multiplier_per_column ? col : 0], zero, type));
+            expected[r * c.ld_out + col] = static_cast<uint8_t>(std::clamp(
+                ExpectedValue(acc[r * c.ld_acc + col],
+                              c.bias ? bias[c.bias_per_column ? col : 0] : 0,
+                              multipliers[c.multiplier_per_column ? col : 0], zero, type),
+                y_min, y_max));
         for (Isa isa : SupportedPaths()) {
           SCOPED_TRACE(std::string(IsaName(isa)) + " " + DTypeName(type) + " cols " +
                        std::to_string(c.cols) + " zero " + std::to_string(zero));
@@ -216,6 +228,22 @@ TEST(RequantizeEpilogue, RefusesAPathThisMachineLacks) {
   }
   p.output_type = DType::kInt32;
   EXPECT_THROW(RequantizeS32(&acc, 1, 1, 1, p, &out, 1, Isa::kScalar), Error);
+}
+
+TEST(RequantizeEpilogue, RefusesAnEmptyClamp) {
+  const float one = 1.f;
+  const int32_t acc = 1;
+  uint8_t out = 0;
+  RequantizeParams p;
+  p.multiplier = &one;
+  p.y_min = 300;  // above uint8's range
+  EXPECT_THROW(RequantizeS32(&acc, 1, 1, 1, p, &out, 1, Isa::kScalar), Error);
+  p.y_min = 10;
+  p.y_max = 9;
+  EXPECT_THROW(RequantizeS32(&acc, 1, 1, 1, p, &out, 1, Isa::kScalar), Error);
+  p.y_max = 10;
+  RequantizeS32(&acc, 1, 1, 1, p, &out, 1, Isa::kScalar);
+  EXPECT_EQ(out, 10);
 }
 
 }  // namespace

@@ -22,8 +22,9 @@ using gemm::TileFn;
 using gemm::TileFnFor;
 using gemm::TileShape;
 
-// Blocking, fixed by the shape only (the sums are exact, so results never
-// depend on it; it is fixed so the work split is too). A block of output
+// Blocking, fixed by the shape (and, for the output-channel split, whether
+// there is more than one thread; the sums are exact, so results never depend
+// on it). A block of output
 // pixels is packed at once: at most kPackBytes of packed im2col (it stays in
 // L2) and at most kMaxBlockPixels pixels. k is cut into blocks of kKcGroups
 // groups so a B micro-panel (nr x 512 bytes) stays in L1 while the weight
@@ -35,8 +36,10 @@ constexpr int64_t kKcGroups = 512 / kGroup;
 // (at least one row panel) and written out at once, so the int32 scratch stays
 // in L1 (larger chunks measured no faster; docs/conv.md).
 constexpr int64_t kAccChunkBytes = 16 * 1024;
-// With fewer than kMinItems (batch, group, pixel block) items, the output
-// channels are split too, so small images still spread over threads.
+// With fewer than kMinItems (batch, group, pixel block) items and more than
+// one thread, the output channels are split too, so small images still spread
+// over threads. Each part packs the block again, so one thread never splits.
+// (The sums are exact: the split never changes the results.)
 constexpr int64_t kMinItems = 4;
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -57,44 +60,43 @@ Scratch& ThreadScratch() {
 }  // namespace
 
 struct Int8Conv::Output {
-  int32_t* s32 = nullptr;              // RunS32
-  const ConvRequantize* rq = nullptr;  // RunRequantized, into q
-  uint8_t* q = nullptr;
+  int32_t* s32 = nullptr;  // RunS32
+  uint8_t* q = nullptr;    // RunRequantized: rq's output, with requantize_row
+  const ConvRequantize* rq = nullptr;
+  requant::RequantizeRowFn requantize_row = nullptr;
+  // Added (int32, wrapping) to output channel o's accumulators: rq's bias, or
+  // the bias plus the unsigned-B path's zero-point term; may be null.
+  const int32_t* row_bias = nullptr;
 
   // rows x cols accumulators (leading dimension ld_acc) of output channels
   // [channel, channel + rows) go to element `offset` onward, rows `ld` apart.
   void Write(const int32_t* acc, int64_t ld_acc, int64_t channel, int64_t rows, int64_t cols,
              int64_t offset, int64_t ld) const {
     if (s32 != nullptr) {
-      for (int64_t r = 0; r < rows; ++r) std::copy_n(acc + r * ld_acc, cols, s32 + offset + r * ld);
+      for (int64_t r = 0; r < rows; ++r) {
+        int32_t* y = s32 + offset + r * ld;
+        if (row_bias == nullptr) {
+          std::copy_n(acc + r * ld_acc, cols, y);
+          continue;
+        }
+        const uint32_t add = static_cast<uint32_t>(row_bias[channel + r]);
+        for (int64_t i = 0; i < cols; ++i)
+          y[i] = static_cast<int32_t>(static_cast<uint32_t>(acc[r * ld_acc + i]) + add);
+      }
       return;
     }
     RequantizeParams params;
     params.zero_point = rq->zero_point;
     params.output_type = rq->output_type;
+    params.y_min = rq->y_min;
+    params.y_max = rq->y_max;
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t o = channel + r;
       params.multiplier = rq->multipliers + (rq->per_channel ? o : 0);
-      params.bias = rq->bias ? rq->bias + o : nullptr;
-      RequantizeS32(acc + r * ld_acc, ld_acc, 1, cols, params, q + offset + r * ld, ld);
-    }
-    if (clamped) {
-      for (int64_t r = 0; r < rows; ++r) ClampRow(q + offset + r * ld, cols);
+      params.bias = row_bias ? row_bias + o : nullptr;
+      requantize_row(acc + r * ld_acc, 0, cols, params, q + offset + r * ld);
     }
   }
-
-  void ClampRow(uint8_t* row, int64_t cols) const {
-    if (rq->output_type == DType::kInt8) {
-      auto* v = reinterpret_cast<int8_t*>(row);
-      for (int64_t i = 0; i < cols; ++i)
-        v[i] = static_cast<int8_t>(std::clamp<int32_t>(v[i], lo, hi));
-    } else {
-      for (int64_t i = 0; i < cols; ++i)
-        row[i] = static_cast<uint8_t>(std::clamp<int32_t>(row[i], lo, hi));
-    }
-  }
-  bool clamped = false;  // rq's y_min / y_max narrower than the output type
-  int32_t lo = 0, hi = 0;
 };
 
 Int8Conv::Int8Conv(const ConvGeometry& shape, const Int8ConvOperand& w, Isa isa)
@@ -128,7 +130,11 @@ Int8Conv::Int8Conv(const ConvGeometry& shape, const Int8ConvOperand& w, Isa isa)
     return;
   }
   // The weights are the GEMM's A operand: packed per group, with row terms.
-  const TileShape s = gemm::TileShapeFor(isa);
+  bool zero_w_zero = w.is_signed;
+  for (int64_t o = 0; o < shape.out_channels && zero_w_zero; ++o) zero_w_zero = w_zero(o) == 0;
+  unsigned_b_ = isa == Isa::kAvx512Vnni && zero_w_zero;
+  TileShape s = gemm::TileShapeFor(isa);
+  if (unsigned_b_) s.a_unsigned = false;
   packed_w_.resize(shape.out_channels * k_groups_ * kGroup);
   row_neg_za_.resize(shape.out_channels);
   row_neg_sum_.resize(shape.out_channels);
@@ -162,9 +168,8 @@ void Int8Conv::RunRequantized(const ConvGeometry& g, const Int8ConvOperand& x,
   Output out;
   out.rq = &rq;
   out.q = static_cast<uint8_t*>(y);
-  out.lo = std::max(rq.y_min, type_min);
-  out.hi = std::min(rq.y_max, type_min + 255);
-  out.clamped = out.lo != type_min || out.hi != type_min + 255;
+  out.requantize_row = requant::RequantizeRowFnFor(isa_);
+  out.row_bias = rq.bias;
   Run(g, x, out, pool);
 }
 
@@ -197,7 +202,11 @@ void Int8Conv::Run(const ConvGeometry& g, const Int8ConvOperand& x, const Output
 void Int8Conv::RunGemm(const ConvGeometry& g, const Int8ConvOperand& x, const Output& out,
                        ThreadPool* pool) const {
   const TileShape s = gemm::TileShapeFor(isa_);
+#if defined(__x86_64__) || defined(_M_X64)
+  const TileFn tile = unsigned_b_ ? gemm::TileAvx512VnniUnsignedB : TileFnFor(isa_);
+#else
   const TileFn tile = TileFnFor(isa_);
+#endif
   const int64_t pixels = g.out_h * g.out_w, in_plane = g.in_h * g.in_w;
   const int64_t in_per_group = g.in_channels / g.group, out_per_group = g.out_channels / g.group;
   const int64_t kg = k_groups_;
@@ -207,15 +216,31 @@ void Int8Conv::RunGemm(const ConvGeometry& g, const Int8ConvOperand& x, const Ou
   const int64_t pixel_blocks = CeilDiv(pixels, block_pixels);
   const int64_t outer_items = g.batch * g.group * pixel_blocks;
   int64_t block_rows = out_per_group;
-  if (outer_items < kMinItems) {
+  if (outer_items < kMinItems && pool != nullptr && pool->num_threads() > 1) {
     const int64_t parts = CeilDiv(kMinItems, outer_items);
     block_rows = std::max<int64_t>(s.mr, CeilDiv(CeilDiv(out_per_group, parts), s.mr) * s.mr);
   }
   const int64_t row_blocks = std::max<int64_t>(1, CeilDiv(out_per_group, block_rows));
 
-  const uint8_t flip = x.is_signed ? 0 : 0x80;  // B domain: uint8 x stored as x - 128
+  // The B domain: int8 (uint8 x stored as x - 128), or uint8 on the unsigned-B
+  // path (int8 x stored as x + 128); zb is the x zero point in it.
+  const bool flipped = x.is_signed == unsigned_b_;
+  const uint8_t flip = flipped ? 0x80 : 0;
   const int32_t x_zero = x.zero ? x.zero[0] : 0;
-  const int32_t zb = x_zero - (x.is_signed ? 0 : 128);
+  const int32_t zb = x_zero + (flipped ? (x.is_signed ? 128 : -128) : 0);
+  // Unsigned-B path: channel o's result is its sum minus zb * rowsum(w[o]),
+  // added with the bias (int32 wrap-around, as everywhere).
+  Output output = out;
+  std::vector<int32_t> row_bias;
+  if (unsigned_b_) {
+    row_bias.resize(g.out_channels);
+    for (int64_t o = 0; o < g.out_channels; ++o) {
+      const uint32_t bias = out.row_bias ? static_cast<uint32_t>(out.row_bias[o]) : 0u;
+      row_bias[o] = static_cast<int32_t>(bias + static_cast<uint32_t>(zb) *
+                                                    static_cast<uint32_t>(row_neg_sum_[o]));
+    }
+    output.row_bias = row_bias.data();
+  }
   const auto* x_bytes = static_cast<const uint8_t*>(x.data);
   const uint8_t* packed_w = packed_w_.data();
 #if defined(__x86_64__) || defined(_M_X64)
@@ -257,13 +282,17 @@ void Int8Conv::RunGemm(const ConvGeometry& g, const Int8ConvOperand& x, const Ou
         block.phases = sc.phases.data();
       }
 #endif
-      pack(block, sc.rows.data(), packed_b, sc.col_sum.data());
-      sc.col_term.resize(cols);
-      sc.col_zb.assign(cols, zb);
-      for (int64_t j = 0; j < cols; ++j) {
-        sc.col_term[j] =
-            static_cast<int32_t>(static_cast<uint32_t>(sc.col_sum[j]) -
-                                 static_cast<uint32_t>(k_) * static_cast<uint32_t>(zb));
+      if (unsigned_b_) {
+        pack(block, sc.rows.data(), packed_b, nullptr);
+      } else {
+        pack(block, sc.rows.data(), packed_b, sc.col_sum.data());
+        sc.col_term.resize(cols);
+        sc.col_zb.assign(cols, zb);
+        for (int64_t j = 0; j < cols; ++j) {
+          sc.col_term[j] =
+              static_cast<int32_t>(static_cast<uint32_t>(sc.col_sum[j]) -
+                                   static_cast<uint32_t>(k_) * static_cast<uint32_t>(zb));
+        }
       }
 
       // Rows m0..m1 of the group x cols = W_group * packed block, a chunk of
@@ -288,16 +317,16 @@ void Int8Conv::RunGemm(const ConvGeometry& g, const Int8ConvOperand& x, const Ou
               args.c = sc.acc.data() + (m - c0) * cols + q * s.nr;
               args.ldc = cols;
               args.accumulate = !first;
-              args.row_neg_za = last ? row_neg_za_.data() + o_base + m : nullptr;
+              args.row_neg_za = last && !unsigned_b_ ? row_neg_za_.data() + o_base + m : nullptr;
               args.row_neg_sum = row_neg_sum_.data() + o_base + m;
-              args.col_term = sc.col_term.data() + q * s.nr;
-              args.col_zb = sc.col_zb.data() + q * s.nr;
+              args.col_term = unsigned_b_ ? nullptr : sc.col_term.data() + q * s.nr;
+              args.col_zb = unsigned_b_ ? nullptr : sc.col_zb.data() + q * s.nr;
               tile(rows, args);
             }
           }
         }
-        out.Write(sc.acc.data(), cols, o_base + c0, c1 - c0, count,
-                  (n * g.out_channels + o_base + c0) * pixels + p0, pixels);
+        output.Write(sc.acc.data(), cols, o_base + c0, c1 - c0, count,
+                     (n * g.out_channels + o_base + c0) * pixels + p0, pixels);
       }
     }
   });

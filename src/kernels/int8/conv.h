@@ -74,10 +74,16 @@ class Int8Conv {
   ConvGeometry shape_;
   Isa isa_;
   bool depthwise_ = false;
+  // GEMM path with int8 weights whose zero points are all 0 (AVX-512 VNNI):
+  // the weights are packed as they are (signed A), x as uint8 (unsigned B,
+  // TileAvx512VnniUnsignedB), and sum (w)(x - zx) = sum w x - zx * rowsum(w)
+  // needs no column sums: the second term is a per-channel constant, added
+  // with the bias.
+  bool unsigned_b_ = false;
   int64_t k_ = 0;         // in_channels / group * kernel_h * kernel_w
   int64_t k_groups_ = 0;  // k_ rounded up to groups of 4
   // GEMM path: per group, the packed weight panels (gemm_pack.h's A layout)
-  // and per output channel -(w_zero in the A domain) and -(row sum).
+  // and per output channel -(w_zero in the A domain) and -(row sum of the packed A).
   std::vector<uint8_t> packed_w_;
   std::vector<int32_t> row_neg_za_, row_neg_sum_;
   // Depthwise path: w - w_zero per output channel and tap.

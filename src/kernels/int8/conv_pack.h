@@ -3,8 +3,10 @@
 // is written straight into the micro-kernel's B panels (gemm_pack.h: panels
 // of nr columns, group g of a panel holds 4 bytes k = 4g..4g+3 per column),
 // k = (input channel, ky, kx) as in the weights, with the column sums. Values
-// are in the B domain (int8; uint8 x stored as x - 128, flip = 0x80) and the
-// padding holds the x zero point in that domain, so it contributes 0.
+// are in the B domain, x ^ flip: int8 for TileAvx512Vnni and the other
+// kernels (uint8 x stored as x - 128, flip = 0x80), uint8 for
+// TileAvx512VnniUnsignedB (int8 x stored as x + 128); the padding holds the x
+// zero point in that domain, so it contributes 0.
 //
 // The same code (conv_pack_impl.h) is compiled for the baseline and with
 // AVX-512 VNNI flags; both write the same bytes.
@@ -23,7 +25,7 @@ struct Im2colBlock {
   int64_t p0, count;       // output pixels
   int64_t cols;            // count rounded up to a multiple of nr
   int nr;
-  uint8_t flip;  // 0x80 for uint8 x, 0 for int8
+  uint8_t flip;  // 0x80 when x's type differs from the B domain's, else 0
   int8_t pad;    // x zero point in the B domain
   // The group's phase planes (BuildPhasePlanesAvx512Vnni), or null to read x_group.
   const uint8_t* phases = nullptr;
@@ -54,7 +56,8 @@ inline bool UsesPhasePlanes(const ConvGeometry& g) {
 
 // Writes ceil(k / 4) groups of cols / nr panels to packed_b (panel stride
 // ceil(k / 4) * nr * 4 bytes) and col_sum[j] = sum over k of the packed values
-// of column j (j < count). rows: 4 * cols bytes of scratch.
+// of column j (j < count); col_sum may be null (no sums wanted). rows: 4 * cols
+// bytes of scratch.
 void PackIm2col(const Im2colBlock& b, int8_t* rows, int8_t* packed_b, int32_t* col_sum);
 #if defined(__x86_64__) || defined(_M_X64)
 // Fills the phase planes of `channels` input channels from x_group

@@ -425,6 +425,7 @@ inline void Pack(const Im2colBlock& b, int8_t* rows, int8_t* packed_b, int32_t* 
   } else {
     PackRows(b, rows, packed_b, nullptr);
   }
+  if (col_sum == nullptr) return;
   // Column sums from the packed panels: vpdpbusd of ones with each group's 4
   // bytes per column (padding k and columns hold 0).
   const int64_t k_groups = CeilDiv(b.k, kGroup);

@@ -2,6 +2,9 @@
 // in zmm registers. Per group of 4 k: two 64-byte loads of packed B (32
 // columns x 4 k) and one 4-byte broadcast of A per row, then vpdpbusd
 // (u8 x s8, four products summed into int32 without saturation: exact).
+// TileAvx512Vnni takes A as the unsigned operand (gemm_pack.h's layout);
+// TileAvx512VnniUnsignedB the same panels with the roles swapped (B unsigned,
+// A signed), for the convolution's zero-point-free path (conv.cc).
 #include <immintrin.h>
 
 #include <cstring>
@@ -21,7 +24,13 @@ inline __m512i BroadcastA(const uint8_t* p) {
   return _mm512_set1_epi32(v);
 }
 
-template <int R>
+// a x b summed by groups of 4 into acc, the unsigned operand first.
+template <bool kUnsignedB>
+inline __m512i Dot(__m512i acc, __m512i a, __m512i b) {
+  return kUnsignedB ? _mm512_dpbusd_epi32(acc, b, a) : _mm512_dpbusd_epi32(acc, a, b);
+}
+
+template <int R, bool kUnsignedB>
 void Tile(const TileArgs& t) {
   // Few rows leave too few independent vpdpbusd chains to cover its latency,
   // so consecutive groups go to separate accumulator sets, summed at the end.
@@ -49,7 +58,7 @@ void Tile(const TileArgs& t) {
       for (int r = 0; r < R; ++r) {
         const __m512i av = BroadcastA(a + (u * R + r) * kGroup);
 #pragma GCC unroll 8
-        for (int v = 0; v < kVecs; ++v) acc[u][r][v] = _mm512_dpbusd_epi32(acc[u][r][v], av, bv[v]);
+        for (int v = 0; v < kVecs; ++v) acc[u][r][v] = Dot<kUnsignedB>(acc[u][r][v], av, bv[v]);
       }
     }
     a += U * R * kGroup;
@@ -65,7 +74,7 @@ void Tile(const TileArgs& t) {
     for (int r = 0; r < R; ++r) {
       const __m512i av = BroadcastA(a + r * kGroup);
 #pragma GCC unroll 8
-      for (int v = 0; v < kVecs; ++v) acc[0][r][v] = _mm512_dpbusd_epi32(acc[0][r][v], av, bv[v]);
+      for (int v = 0; v < kVecs; ++v) acc[0][r][v] = Dot<kUnsignedB>(acc[0][r][v], av, bv[v]);
     }
     a += R * kGroup;
     b += kCols * kGroup;
@@ -97,27 +106,32 @@ void Tile(const TileArgs& t) {
   }
 }
 
-}  // namespace
-
-void TileAvx512Vnni(int rows, const TileArgs& t) {
+template <bool kUnsignedB>
+void TileRows(int rows, const TileArgs& t) {
   switch (rows) {
     case 1:
-      return Tile<1>(t);
+      return Tile<1, kUnsignedB>(t);
     case 2:
-      return Tile<2>(t);
+      return Tile<2, kUnsignedB>(t);
     case 3:
-      return Tile<3>(t);
+      return Tile<3, kUnsignedB>(t);
     case 4:
-      return Tile<4>(t);
+      return Tile<4, kUnsignedB>(t);
     case 5:
-      return Tile<5>(t);
+      return Tile<5, kUnsignedB>(t);
     case 6:
-      return Tile<6>(t);
+      return Tile<6, kUnsignedB>(t);
     case 7:
-      return Tile<7>(t);
+      return Tile<7, kUnsignedB>(t);
     default:
-      return Tile<8>(t);
+      return Tile<8, kUnsignedB>(t);
   }
 }
+
+}  // namespace
+
+void TileAvx512Vnni(int rows, const TileArgs& t) { TileRows<false>(rows, t); }
+
+void TileAvx512VnniUnsignedB(int rows, const TileArgs& t) { TileRows<true>(rows, t); }
 
 }  // namespace octet::gemm

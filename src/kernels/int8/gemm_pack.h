@@ -66,6 +66,11 @@ void TileScalar(int rows, const TileArgs& t);
 void TileAvx2(int rows, const TileArgs& t);
 void TileAvxVnni(int rows, const TileArgs& t);
 void TileAvx512Vnni(int rows, const TileArgs& t);
+// TileAvx512Vnni with the operands' roles swapped: the packed B bytes are
+// unsigned (uint8) and the packed A bytes signed (int8), same layouts and
+// contract otherwise. The convolution uses it for int8 weights with zero
+// point 0, which then need no column sums (conv.cc).
+void TileAvx512VnniUnsignedB(int rows, const TileArgs& t);
 #endif
 #if defined(__aarch64__)
 void TileNeonDot(int rows, const TileArgs& t);

@@ -1,5 +1,6 @@
 #include "kernels/int8/requantize.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "core/error.h"
@@ -10,6 +11,11 @@
 
 namespace octet {
 
+std::pair<int32_t, int32_t> RequantizeOutputRange(const RequantizeParams& params) {
+  const int32_t type_min = params.output_type == DType::kInt8 ? -128 : 0;
+  return {std::max(params.y_min, type_min), std::min(params.y_max, type_min + 255)};
+}
+
 namespace requant {
 
 namespace {
@@ -17,8 +23,9 @@ namespace {
 template <typename T>
 void RequantizeRowTyped(const int32_t* acc, int64_t c0, int64_t c1, const RequantizeParams& p,
                         T* out) {
-  const float lo = static_cast<float>(std::numeric_limits<T>::min() - p.zero_point);
-  const float hi = static_cast<float>(std::numeric_limits<T>::max() - p.zero_point);
+  const auto [y_lo, y_hi] = RequantizeOutputRange(p);
+  const float lo = static_cast<float>(y_lo - p.zero_point);
+  const float hi = static_cast<float>(y_hi - p.zero_point);
   for (int64_t c = c0; c < c1; ++c) {
     uint32_t sum = static_cast<uint32_t>(acc[c]);
     if (p.bias) sum += static_cast<uint32_t>(p.bias[p.bias_per_column ? c : 0]);
@@ -68,20 +75,26 @@ Fn PickRowFn(Isa isa, Fn scalar, [[maybe_unused]] Fn avx2, [[maybe_unused]] Fn a
 
 }  // namespace
 
+requant::RequantizeRowFn requant::RequantizeRowFnFor(Isa isa) {
+  return PickRowFn<RequantizeRowFn>(isa, RequantizeRowScalar,
+#if defined(__x86_64__) || defined(_M_X64)
+                                    RequantizeRowAvx2, RequantizeRowAvx512
+#else
+                                    nullptr, nullptr
+#endif
+  );
+}
+
 void RequantizeS32(const int32_t* acc, int64_t ld_acc, int64_t rows, int64_t cols,
                    const RequantizeParams& params, void* out, int64_t ld_out, Isa isa) {
   OCTET_CHECK(params.output_type == DType::kUInt8 || params.output_type == DType::kInt8,
               "RequantizeS32: output type ", DTypeName(params.output_type),
               " is not uint8 or int8");
+  const auto [lo, hi] = RequantizeOutputRange(params);
+  OCTET_CHECK(lo <= hi, "RequantizeS32: output clamp [", params.y_min, ", ", params.y_max,
+              "] is empty in ", DTypeName(params.output_type));
   if (rows <= 0 || cols <= 0) return;
-  const requant::RequantizeRowFn row_fn =
-      PickRowFn<requant::RequantizeRowFn>(isa, requant::RequantizeRowScalar,
-#if defined(__x86_64__) || defined(_M_X64)
-                                          requant::RequantizeRowAvx2, requant::RequantizeRowAvx512
-#else
-                                          nullptr, nullptr
-#endif
-      );
+  const requant::RequantizeRowFn row_fn = requant::RequantizeRowFnFor(isa);
   auto* bytes = static_cast<uint8_t*>(out);
   for (int64_t r = 0; r < rows; ++r) row_fn(acc + r * ld_acc, 0, cols, params, bytes + r * ld_out);
 }

@@ -21,6 +21,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <utility>
 
 #include "core/dtype.h"
 #include "kernels/isa.h"
@@ -48,6 +49,13 @@ struct RequantizeParams {
   bool bias_per_column = false;
   int32_t zero_point = 0;             // within the output type's range
   DType output_type = DType::kUInt8;  // kUInt8 or kInt8
+  // Integer clamp of the outputs (an absorbed Relu / Clip), applied with the
+  // type's: y = clamp(y, y_min, y_max). It is folded into the float clamp
+  // (bounds max(qmin, y_min) - zero_point, min(qmax, y_max) - zero_point),
+  // which gives the same value because rounding is monotone and keeps
+  // integers. The defaults leave the type's range; the range must not be empty.
+  int32_t y_min = INT32_MIN;
+  int32_t y_max = INT32_MAX;
 };
 
 // out[r * ld_out + c] = requantized acc[r * ld_acc + c] (+ bias) for a rows x cols block.
@@ -72,6 +80,10 @@ void ScaleS32ToFloat(const int32_t* acc, int64_t ld_acc, int64_t rows, int64_t c
                      const FloatOutputParams& params, float* out, int64_t ld_out,
                      Isa isa = ActiveIsa());
 
+// The output bounds of `params`: [max(qmin, y_min), min(qmax, y_max)] of its
+// output type (may be empty: first > second).
+std::pair<int32_t, int32_t> RequantizeOutputRange(const RequantizeParams& params);
+
 // Internal: one row, columns [c0, c1), of each implementation
 // (requantize.cc, requantize_avx2.cc, requantize_avx512.cc). The ISA files
 // call only the scalar row functions, never an inline helper of this header
@@ -93,6 +105,11 @@ void RequantizeRowAvx512(const int32_t* acc, int64_t c0, int64_t c1, const Requa
                          void* out);
 void FloatRowAvx512(const int32_t* acc, int64_t c0, int64_t c1, const FloatOutputParams& p,
                     float* out);
+// The row function RequantizeS32 uses for `isa` (for callers that requantize
+// many single rows with changing parameters, e.g. the convolution's output
+// channels); throws octet::Error when `isa` cannot run here. The params'
+// output type and clamp are the caller's to check (RequantizeS32 checks them).
+RequantizeRowFn RequantizeRowFnFor(Isa isa);
 
 }  // namespace requant
 
