@@ -75,6 +75,16 @@ void ForRange(ThreadPool* pool, int64_t n, int64_t work,
   }
 }
 
+// One full panel of kLines rows (row stride `stride`) as K groups of kLines values: the
+// row pointers stay in registers and the loop over the panel's rows unrolls.
+template <int kLines>
+void PackLines(const float* src, int64_t stride, int64_t K, float* out) {
+  const float* rows[kLines];
+  for (int r = 0; r < kLines; ++r) rows[r] = src + r * stride;
+  for (int64_t p = 0; p < K; ++p, out += kLines)
+    for (int r = 0; r < kLines; ++r) out[r] = rows[r][p];
+}
+
 // Packs `rows` lines of length K into panels of `panel` lines, each K x panel.
 // Line r, element p is src[r * row_stride + p * elem_stride].
 SgemmPacked Pack(const float* src, int64_t rows, int64_t K, int64_t row_stride, int64_t elem_stride,
@@ -93,9 +103,15 @@ SgemmPacked Pack(const float* src, int64_t rows, int64_t K, int64_t row_stride, 
       float* out = dst + q * K * width;
       const int64_t first = q * width, valid = std::min(width, rows - first);
       if (elem_stride == 1) {  // A: lines are rows, gather one k across them
-        for (int64_t p = 0; p < K; ++p, out += width) {
-          for (int64_t r = 0; r < valid; ++r) out[r] = src[(first + r) * row_stride + p];
-          for (int64_t r = valid; r < width; ++r) out[r] = 0.f;
+        if (valid == width && width == sgemm::kAvx512Rows) {
+          PackLines<sgemm::kAvx512Rows>(src + first * row_stride, row_stride, K, out);
+        } else if (valid == width && width == sgemm::kAvx2Rows) {
+          PackLines<sgemm::kAvx2Rows>(src + first * row_stride, row_stride, K, out);
+        } else {
+          for (int64_t p = 0; p < K; ++p, out += width) {
+            for (int64_t r = 0; r < valid; ++r) out[r] = src[(first + r) * row_stride + p];
+            for (int64_t r = valid; r < width; ++r) out[r] = 0.f;
+          }
         }
       } else {  // B: lines are columns, each k is a contiguous run
         for (int64_t p = 0; p < K; ++p, out += width) {
