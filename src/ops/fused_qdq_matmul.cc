@@ -105,7 +105,6 @@ class FusedQdqMatMulKernel : public OpKernel {
       OCTET_CHECK(type_min <= y_min_ && y_min_ <= y_max_ && y_max_ <= type_min + 255,
                   node.Describe(), ": y_min/y_max [", y_min_, ", ", y_max_, "] outside ",
                   DTypeName(y_type_));
-      clamped_ = y_min_ != type_min || y_max_ != type_min + 255;
     }
     mult_per_column_ = w_scale.size() > 1;
     const size_t row = w_scale.size();
@@ -177,12 +176,13 @@ class FusedQdqMatMulKernel : public OpKernel {
         p.bias_per_column = bias_.size() > 1;
         p.zero_point = y_zero_;
         p.output_type = y_type_;
+        p.y_min = static_cast<int32_t>(y_min_);  // an absorbed Relu / Clip
+        p.y_max = static_cast<int32_t>(y_max_);
         auto* out = static_cast<uint8_t*>(y.raw()) + r0 * n_;
         for_multiplier_rows([&](const float* multipliers, int64_t r, int64_t count) {
           p.multiplier = multipliers;
           RequantizeS32(acc.data() + r * n_, n_, count, n_, p, out + r * n_, n_);
         });
-        if (clamped_) ClampBlock(out, rows * n_);
       } else {
         // MatMulIntegerToFloat / QGemm float output: float(acc + bias) * (x_scale * w_scale).
         FloatOutputParams p;
@@ -199,17 +199,6 @@ class FusedQdqMatMulKernel : public OpKernel {
   }
 
  private:
-  void ClampBlock(uint8_t* out, int64_t count) const {
-    if (y_type_ == DType::kInt8) {
-      auto* v = reinterpret_cast<int8_t*>(out);
-      for (int64_t i = 0; i < count; ++i)
-        v[i] = static_cast<int8_t>(std::clamp<int64_t>(v[i], y_min_, y_max_));
-    } else {
-      for (int64_t i = 0; i < count; ++i)
-        out[i] = static_cast<uint8_t>(std::clamp<int64_t>(out[i], y_min_, y_max_));
-    }
-  }
-
   DType x_type_ = DType::kUndefined;
   int64_t x_axis_ = -1, x_rank_ = 0, x_scale_count_ = 1;
   int64_t k_ = 0, n_ = 0;
@@ -219,7 +208,6 @@ class FusedQdqMatMulKernel : public OpKernel {
   DType y_type_ = DType::kUInt8;
   int32_t y_zero_ = 0;
   int64_t y_min_ = 0, y_max_ = 0;
-  bool clamped_ = false;
   bool mult_per_column_ = false;
   std::vector<float> multipliers_;  // x scales x (1 or N)
 };

@@ -98,13 +98,6 @@ Data MakeData(const Case& c, std::mt19937& rng) {
   return d;
 }
 
-std::vector<Isa> RunnablePaths() {
-  std::vector<Isa> paths;
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni, Isa::kNeonDot})
-    if (IsaSupported(isa)) paths.push_back(isa);
-  return paths;
-}
-
 ThreadPool* Pool(int threads) {
   static ThreadPool one(1), two(2), three(3);
   return threads == 1 ? &one : (threads == 2 ? &two : &three);
@@ -134,7 +127,7 @@ int CheckCase(const Case& c, std::mt19937& rng, bool requantize) {
     }
   }
   int failures = 0;
-  for (Isa isa : RunnablePaths()) {
+  for (Isa isa : SupportedIsas()) {
     const Int8Conv conv(g, d.w_op, isa);
     for (int threads : {1, 2, 3}) {
       std::vector<int32_t> got(out_size + 16, kSentinel);

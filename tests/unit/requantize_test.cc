@@ -26,13 +26,6 @@ using int_test::RoundHalfEven;
 using int_test::TypeMax;
 using int_test::TypeMin;
 
-std::vector<Isa> SupportedPaths() {
-  std::vector<Isa> paths;
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni, Isa::kNeonDot})
-    if (IsaSupported(isa)) paths.push_back(isa);
-  return paths;
-}
-
 // docs/int8.md, written independently of requantize.h: float32(acc + bias
 // with int32 wrap) * multiplier, clamp in float with NaN -> low bound, round
 // half to even (by comparison with the floor), + zero point.
@@ -135,7 +128,7 @@ TEST(RequantizeEpilogue, EveryPathMatchesTheFormulaOnRandomTiesNaNAndSaturation)
                               c.bias ? bias[c.bias_per_column ? col : 0] : 0,
                               multipliers[c.multiplier_per_column ? col : 0], zero, type),
                 y_min, y_max));
-        for (Isa isa : SupportedPaths()) {
+        for (Isa isa : SupportedIsas()) {
           SCOPED_TRACE(std::string(IsaName(isa)) + " " + DTypeName(type) + " cols " +
                        std::to_string(c.cols) + " zero " + std::to_string(zero));
           GuardedBuffer<uint8_t> out(c.rows * c.ld_out);
@@ -199,7 +192,7 @@ TEST(FloatEpilogue, EveryPathMatchesTheFormulaBitForBit) {
               scales[c.multiplier_per_column ? col : 0], c.bias ? &bias[pc] : nullptr));
         }
       }
-      for (Isa isa : SupportedPaths()) {
+      for (Isa isa : SupportedIsas()) {
         SCOPED_TRACE(std::string(IsaName(isa)) + " cols " + std::to_string(n));
         GuardedBuffer<float> out(c.rows * c.ld_out);
         std::vector<uint32_t> got(c.rows * c.ld_out, 0xDEADBEEF);

@@ -58,29 +58,14 @@ void FloatRowScalar(const int32_t* acc, int64_t c0, int64_t c1, const FloatOutpu
 
 }  // namespace requant
 
-namespace {
-
-// The implementation for `isa`: AVX-512 with AVX-512 VNNI (which implies
-// avx512f/bw/dq/vl), AVX2 with AVX2 or AVX-VNNI, else scalar.
-template <typename Fn>
-Fn PickRowFn(Isa isa, Fn scalar, [[maybe_unused]] Fn avx2, [[maybe_unused]] Fn avx512) {
-  OCTET_CHECK(IsaSupported(isa), "int8 epilogue: instruction set ", IsaName(isa),
-              " cannot run here: ", IsaUnsupportedReason(isa));
-#if defined(__x86_64__) || defined(_M_X64)
-  if (isa == Isa::kAvx512Vnni) return avx512;
-  if (isa == Isa::kAvx2 || isa == Isa::kAvxVnni) return avx2;
-#endif
-  return scalar;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 requant::RequantizeRowFn requant::RequantizeRowFnFor(Isa isa) {
-  return PickRowFn<RequantizeRowFn>(isa, RequantizeRowScalar,
+  return PickKernel<RequantizeRowFn>(isa, "int8 epilogue", RequantizeRowScalar,
 #if defined(__x86_64__) || defined(_M_X64)
-                                    RequantizeRowAvx2, RequantizeRowAvx512
+                                     RequantizeRowAvx2, RequantizeRowAvx512
 #else
-                                    nullptr, nullptr
+                                     RequantizeRowScalar, RequantizeRowScalar
 #endif
   );
 }
@@ -103,11 +88,11 @@ void ScaleS32ToFloat(const int32_t* acc, int64_t ld_acc, int64_t rows, int64_t c
                      const FloatOutputParams& params, float* out, int64_t ld_out, Isa isa) {
   if (rows <= 0 || cols <= 0) return;
   const requant::FloatRowFn row_fn =
-      PickRowFn<requant::FloatRowFn>(isa, requant::FloatRowScalar,
+      PickKernel<requant::FloatRowFn>(isa, "int8 epilogue", requant::FloatRowScalar,
 #if defined(__x86_64__) || defined(_M_X64)
-                                     requant::FloatRowAvx2, requant::FloatRowAvx512
+                                      requant::FloatRowAvx2, requant::FloatRowAvx512
 #else
-                                     nullptr, nullptr
+                                      RequantizeRowScalar, RequantizeRowScalar
 #endif
       );
   for (int64_t r = 0; r < rows; ++r) row_fn(acc + r * ld_acc, 0, cols, params, out + r * ld_out);
