@@ -3,8 +3,71 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <map>
+#include <mutex>
 
 namespace octet {
+
+namespace {
+
+// Large buffers are kept when their last tensor goes and handed to the next tensor of
+// the same (page-rounded) size instead of going back to the system: glibc maps and
+// unmaps, or trims, buffers this large, and faulting fresh pages in costs more than the
+// kernels that fill them (MiniLM at batch 32: 277k page faults, half of every run). At
+// most kCacheBytes are kept; a buffer that would pass that is freed. Like an inference
+// runtime's arena, this keeps a session's peak working set between runs.
+constexpr size_t kCachedMinBytes = size_t{256} << 10;
+constexpr size_t kCacheBytes = size_t{1} << 30;
+
+class BufferCache {
+ public:
+  void* Take(size_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = free_.find(bytes);
+    if (it == free_.end()) return nullptr;
+    void* p = it->second;
+    free_.erase(it);
+    cached_ -= bytes;
+    return p;
+  }
+  void Give(void* p, size_t bytes) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (cached_ + bytes <= kCacheBytes) {
+        free_.emplace(bytes, p);
+        cached_ += bytes;
+        return;
+      }
+    }
+    std::free(p);
+  }
+
+ private:
+  std::mutex mu_;
+  std::multimap<size_t, void*> free_;
+  size_t cached_ = 0;
+};
+
+// Never destroyed: tensors with static storage may outlive any static cache object.
+BufferCache& Cache() {
+  static BufferCache* cache = new BufferCache;
+  return *cache;
+}
+
+std::shared_ptr<void> AllocateStorage(size_t alloc) {
+  if (alloc < kCachedMinBytes) {
+    void* p = std::aligned_alloc(64, alloc);
+    OCTET_CHECK(p != nullptr, "out of memory allocating ", alloc, " bytes");
+    return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+  }
+  const size_t rounded = (alloc + 4095) / 4096 * 4096;
+  void* p = Cache().Take(rounded);
+  if (p == nullptr) p = std::aligned_alloc(64, rounded);
+  OCTET_CHECK(p != nullptr, "out of memory allocating ", alloc, " bytes");
+  return std::shared_ptr<void>(p, [rounded](void* q) { Cache().Give(q, rounded); });
+}
+
+}  // namespace
 
 int64_t NumElements(const Shape& shape) {
   int64_t n = 1;
@@ -33,14 +96,15 @@ Tensor Tensor::Uninitialized(DType dtype, Shape shape) {
 }
 
 Tensor::Tensor(DType dtype, Shape shape, bool zero_fill) : dtype_(dtype), shape_(std::move(shape)) {
-  OCTET_CHECK(IsSupportedStorage(dtype), "tensors of type ", DTypeName(dtype), " are not supported");
+  OCTET_CHECK(IsSupportedStorage(dtype), "tensors of type ", DTypeName(dtype),
+              " are not supported");
   numel_ = NumElements(shape_);
   size_t bytes = nbytes();
   // Round up so that vector kernels may read a full 64-byte line past the end
   // of the last element without leaving the allocation.
   size_t alloc = ((bytes + 63) / 64) * 64 + 64;
-  void* p = std::aligned_alloc(64, alloc);
-  OCTET_CHECK(p != nullptr, "out of memory allocating ", bytes, " bytes");
+  owner_ = AllocateStorage(alloc);
+  void* p = owner_.get();
   // The padding past the last element is always cleared, so vector reads of
   // it are deterministic even when the elements are not.
   if (zero_fill) {
@@ -48,7 +112,6 @@ Tensor::Tensor(DType dtype, Shape shape, bool zero_fill) : dtype_(dtype), shape_
   } else {
     std::memset(static_cast<char*>(p) + bytes, 0, alloc - bytes);
   }
-  owner_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
   data_ = p;
 }
 
