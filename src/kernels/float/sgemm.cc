@@ -20,15 +20,15 @@ struct PathShape {
 };
 
 // Scalar fallback with the same fma chain as the vector kernels.
-void MicroKernelScalar(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
-                       bool accumulate) {
+void MicroKernelScalar(int64_t kc, const float* a, int64_t a_row_step, int64_t a_k_step,
+                       const float* b, float* c, int64_t ldc, bool accumulate) {
   constexpr int kRows = sgemm::kScalarRows, kCols = sgemm::kScalarCols;
   float acc[kRows][kCols];
   for (int i = 0; i < kRows; ++i)
     for (int j = 0; j < kCols; ++j) acc[i][j] = accumulate ? c[i * ldc + j] : 0.f;
-  for (int64_t p = 0; p < kc; ++p, a += kRows, b += kCols)
+  for (int64_t p = 0; p < kc; ++p, a += a_k_step, b += kCols)
     for (int i = 0; i < kRows; ++i)
-      for (int j = 0; j < kCols; ++j) acc[i][j] = std::fma(a[i], b[j], acc[i][j]);
+      for (int j = 0; j < kCols; ++j) acc[i][j] = std::fma(a[i * a_row_step], b[j], acc[i][j]);
   for (int i = 0; i < kRows; ++i)
     for (int j = 0; j < kCols; ++j) c[i * ldc + j] = acc[i][j];
 }
@@ -187,16 +187,21 @@ void Sgemm(int64_t M, int64_t N, int64_t K, const SgemmOperand& a, const SgemmOp
     return;
   }
   const int64_t macs = M * N * K;
+  const PathShape shape = ShapeFor(path);
+  const int64_t mr = shape.mr, nr = shape.nr;
+  // A row-major A is read in place, mr rows at a time (the kernel broadcasts each
+  // element, so packing it would only copy it); only a last partial panel is packed,
+  // padded with zero rows, so the kernel never reads past A.
+  const int64_t full_a_panels = a.packed ? 0 : M / mr;
   SgemmPacked a_local, b_local;
-  if (!a.packed)
-    a_local = Pack(a.data, M, K, a.ld, 1, path, true, macs >= kParallelMinMacs ? pool : nullptr);
+  if (!a.packed && full_a_panels * mr < M)
+    a_local = Pack(a.data + full_a_panels * mr * a.ld, M - full_a_panels * mr, K, a.ld, 1, path,
+                   true, nullptr);
   if (!b.packed)
     b_local = Pack(b.data, N, K, 1, b.ld, path, false, macs >= kParallelMinMacs ? pool : nullptr);
   const SgemmPacked& pa = a.packed ? *a.packed : a_local;
   const SgemmPacked& pb = b.packed ? *b.packed : b_local;
 
-  const PathShape shape = ShapeFor(path);
-  const int64_t mr = shape.mr, nr = shape.nr;
   const int64_t m_panels = (M + mr - 1) / mr, n_panels = (N + nr - 1) / nr;
   // Work items are blocks of row panels x column panels. Every C element's fma
   // chain is the same however the blocks fall, so the split may follow the
@@ -233,18 +238,22 @@ void Sgemm(int64_t M, int64_t N, int64_t K, const SgemmOperand& a, const SgemmOp
           const float* b_panel = b_data + (j * K + pc) * nr;
           const int64_t cols = std::min(nr, N - j * nr);
           for (int64_t i = i0; i < i1; ++i) {
-            const float* a_panel = a_data + (i * K + pc) * mr;
+            const bool in_place = i < full_a_panels;
+            const float* a_panel = in_place   ? a.data + i * mr * a.ld + pc
+                                   : a.packed ? a_data + (i * K + pc) * mr
+                                              : a_data + pc * mr;
+            const int64_t a_row_step = in_place ? a.ld : 1, a_k_step = in_place ? 1 : mr;
             const int64_t rows = std::min(mr, M - i * mr);
             float* tile = c + i * mr * ldc + j * nr;
             if (rows == mr && cols == nr) {
-              shape.kernel(kc, a_panel, b_panel, tile, ldc, accumulate);
+              shape.kernel(kc, a_panel, a_row_step, a_k_step, b_panel, tile, ldc, accumulate);
               continue;
             }
             // An edge tile runs on a full-size copy; only its valid part is kept.
             if (accumulate)
               for (int64_t r = 0; r < rows; ++r)
                 std::memcpy(edge + r * nr, tile + r * ldc, cols * sizeof(float));
-            shape.kernel(kc, a_panel, b_panel, edge, nr, accumulate);
+            shape.kernel(kc, a_panel, a_row_step, a_k_step, b_panel, edge, nr, accumulate);
             for (int64_t r = 0; r < rows; ++r)
               std::memcpy(tile + r * ldc, edge + r * nr, cols * sizeof(float));
           }

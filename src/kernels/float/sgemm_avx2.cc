@@ -6,8 +6,8 @@
 
 namespace octet::sgemm {
 
-void MicroKernelAvx2(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
-                     bool accumulate) {
+void MicroKernelAvx2(int64_t kc, const float* a, int64_t a_row_step, int64_t a_k_step,
+                     const float* b, float* c, int64_t ldc, bool accumulate) {
   constexpr int kRows = kAvx2Rows;
   static_assert(kAvx2Cols == 16);
   __m256 acc[kRows][2];
@@ -20,11 +20,11 @@ void MicroKernelAvx2(int64_t kc, const float* a, const float* b, float* c, int64
     const __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
 #pragma GCC unroll 6
     for (int i = 0; i < kRows; ++i) {
-      const __m256 ai = _mm256_broadcast_ss(a + i);
+      const __m256 ai = _mm256_broadcast_ss(a + i * a_row_step);
       acc[i][0] = _mm256_fmadd_ps(ai, b0, acc[i][0]);
       acc[i][1] = _mm256_fmadd_ps(ai, b1, acc[i][1]);
     }
-    a += kRows;
+    a += a_k_step;
     b += 16;
   }
 #pragma GCC unroll 6

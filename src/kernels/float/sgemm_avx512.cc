@@ -6,8 +6,8 @@
 
 namespace octet::sgemm {
 
-void MicroKernelAvx512(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
-                       bool accumulate) {
+void MicroKernelAvx512(int64_t kc, const float* a, int64_t a_row_step, int64_t a_k_step,
+                       const float* b, float* c, int64_t ldc, bool accumulate) {
   constexpr int kRows = kAvx512Rows;
   static_assert(kAvx512Cols == 32);
   __m512 acc[kRows][2];
@@ -20,11 +20,11 @@ void MicroKernelAvx512(int64_t kc, const float* a, const float* b, float* c, int
     const __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
 #pragma GCC unroll 12
     for (int i = 0; i < kRows; ++i) {
-      const __m512 ai = _mm512_set1_ps(a[i]);
+      const __m512 ai = _mm512_set1_ps(a[i * a_row_step]);
       acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
       acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
     }
-    a += kRows;
+    a += a_k_step;
     b += 32;
   }
 #pragma GCC unroll 12
