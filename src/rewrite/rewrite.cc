@@ -6,6 +6,7 @@
 #include <sstream>
 #include <vector>
 
+#include "rewrite/float_gelu.h"
 #include "rewrite/integer_matmul_float.h"
 #include "rewrite/qdq_activation.h"
 #include "rewrite/qdq_binary.h"
@@ -32,6 +33,7 @@ QdqReport RunQdqPasses(Graph& graph) {
   ElideQdqAroundMovement(graph, report);
   FuseQdqBinary(graph, report, ort_uint8_values);
   FoldMatMulIntegerToFloat(graph, report);
+  FuseFloatGelu(graph, report);
   // OCTET_QDQ_LOOKUP=0: the control for the lookup tables alone (every other pass runs).
   if (!EnvIs("OCTET_QDQ_LOOKUP", "0")) FoldPointwiseChainsToTables(graph, report);
   return report;
