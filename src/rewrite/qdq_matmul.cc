@@ -30,6 +30,38 @@ Claim Refuse(const std::string& why, const Node& at) {
   return c;
 }
 
+// B computed at run time (attention's K^T and V): with per-tensor parameters, explicit
+// zero points and a QuantizeLinear after the product, the group is ai.onnx QLinearMatMul,
+// the integer product ONNX Runtime makes of it when it fuses the group (B is packed per
+// run). Otherwise the group stays as written.
+Claim ClaimRuntimeWeight(const Graph& g, int mm_index, const DqParams& x, const DqParams& w,
+                         const std::vector<std::vector<int>>& consumers,
+                         const std::set<int>& graph_outputs) {
+  const Node& mm = g.nodes[mm_index];
+  if (mm.op_type != "MatMul") return Refuse("weight_not_constant", mm);
+  if (x.per_axis || w.per_axis) return Refuse("runtime_weight_per_axis", mm);
+  if (!Is8Bit(w.data_type)) return Refuse("weight_dtype", mm);
+  if (x.zero < 0 || w.zero < 0) return Refuse("runtime_weight_zero_point_omitted", mm);
+  Claim claim;
+  DType out_type = DType::kUndefined;
+  claim.removed_q =
+      FoldableQuantize(g, mm.outputs[0], consumers, graph_outputs, claim.q_note, out_type);
+  if (claim.removed_q < 0)
+    return Refuse(claim.q_note.empty() ? "runtime_weight_float_output" : claim.q_note, mm);
+  const Node& q = g.nodes[claim.removed_q];
+  ScalarQParams qp;
+  if (InputAt(q, 2) < 0 || !ReadScalarQdq(g, q, qp).empty())
+    return Refuse("runtime_weight_output_params", mm);
+  Node& f = claim.fused;
+  f.name = (mm.name.empty() ? std::string("node") + std::to_string(mm_index) : mm.name) + "/qdq";
+  f.op_type = "QLinearMatMul";
+  f.domain = kOnnxDomain;
+  f.opset = 10;
+  f.inputs = {x.data, x.scale, x.zero, w.data, w.scale, w.zero, q.inputs[1], q.inputs[2]};
+  f.outputs = {q.outputs[0]};
+  return claim;
+}
+
 Claim TryClaim(const Graph& g, int mm_index, const std::vector<std::vector<int>>& consumers,
                const std::set<int>& graph_outputs) {
   const Node& mm = g.nodes[mm_index];
@@ -52,7 +84,7 @@ Claim TryClaim(const Graph& g, int mm_index, const std::vector<std::vector<int>>
   if (!Is8Bit(x.data_type)) return Refuse("activation_dtype", mm);
 
   const Tensor* weight = ConstantValue(g, w.data);
-  if (!weight) return Refuse("weight_not_constant", mm);
+  if (!weight) return ClaimRuntimeWeight(g, mm_index, x, w, consumers, graph_outputs);
   if (!Is8Bit(weight->dtype())) return Refuse("weight_dtype", mm);
   if (weight->rank() != 2) return Refuse("weight_rank", mm);
   const int64_t k_axis = trans_b ? 1 : 0, n_axis = 1 - k_axis;
@@ -197,7 +229,7 @@ QdqReport FuseQdqMatMul(Graph& g) {
     if (!claim.q_note.empty()) report.Refuse(claim.q_note, g.nodes[consumers[node.outputs[0]][0]]);
     if (!claim.act_note.empty())
       report.Refuse(claim.act_note, g.nodes[consumers[node.outputs[0]][0]]);
-    report.Fuse(node, std::string(kOctetDomain) + "." + kFusedMatMulOp +
+    report.Fuse(node, claim.fused.domain + "." + claim.fused.op_type +
                           (claim.removed_q >= 0 ? " (int8 output" : " (float output") +
                           (claim.removed_act >= 0 ? ", " + g.nodes[claim.removed_act].op_type +
                                                         " dropped as ONNX Runtime does)"

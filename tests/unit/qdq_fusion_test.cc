@@ -274,19 +274,43 @@ TEST(QdqFusionTest, DqWithAnotherConsumerStays) {
   EXPECT_EQ(b.g.values[b.Value("xd")].producer, 0);
 }
 
-TEST(QdqFusionTest, RefusesNonConstantWeightAndNonQdqGroupsAreNotCounted) {
-  GraphBuilder b = BuildGroup({});
-  // Make W a graph input instead of an initializer.
+// W as a graph input (computed at run time) instead of an initializer.
+void MakeWeightAnInput(GraphBuilder& b) {
   const int w = b.Value("w");
   b.g.initializers.erase(w);
   b.g.values[w].initializer = nullptr;
   b.g.values[w].dtype = DType::kInt8;
   b.g.inputs.push_back(w);
+}
+
+TEST(QdqFusionTest, RuntimeWeightBecomesQLinearMatMulAndNonQdqGroupsAreNotCounted) {
+  GraphBuilder b = BuildGroup({});
+  MakeWeightAnInput(b);
+  // QLinearMatMul needs W's zero point as an input.
+  b.Init("zw", MakeTensor<int8_t>({}, {0}));
+  b.g.nodes[1].inputs.push_back(b.Value("zw"));
   b.Add("MatMul", {"x2", "w2"}, {"y2"});  // plain float MatMul: not a group
   const QdqReport r = FuseQdqMatMul(b.g);
   EXPECT_EQ(r.groups, 1);
+  EXPECT_EQ(r.claimed, 1);
+  EXPECT_EQ(Ops(b.g), (Ops_{"QLinearMatMul", "MatMul"}));
+  EXPECT_EQ(b.g.nodes[0].inputs[3], b.Value("w"));
+}
+
+TEST(QdqFusionTest, RuntimeWeightWithoutZeroPointOrQuantizedOutputIsRefused) {
+  GraphBuilder omitted = BuildGroup({});
+  MakeWeightAnInput(omitted);
+  QdqReport r = FuseQdqMatMul(omitted.g);
   EXPECT_EQ(r.claimed, 0);
-  EXPECT_EQ(r.refused.count({"weight_not_constant", "MatMul"}), 1u);
+  EXPECT_EQ(r.refused.count({"runtime_weight_zero_point_omitted", "MatMul"}), 1u);
+
+  GraphBuilder float_out = BuildGroup({.quantize = false});
+  MakeWeightAnInput(float_out);
+  float_out.Init("zw", MakeTensor<int8_t>({}, {0}));
+  float_out.g.nodes[1].inputs.push_back(float_out.Value("zw"));
+  r = FuseQdqMatMul(float_out.g);
+  EXPECT_EQ(r.claimed, 0);
+  EXPECT_EQ(r.refused.count({"runtime_weight_float_output", "MatMul"}), 1u);
 }
 
 // ---- The fused kernel's numbers against a naive int64 reference ----
