@@ -15,9 +15,11 @@ const KernelRegistry& KernelRegistry::Global() {
     RegisterFusedOps(r);
     RegisterFusedConvOps(r);
     RegisterMsQuantMatMulOps(r);
+    RegisterQGemmOps(r);
     RegisterShapeOps(r);
     RegisterQLinearBinaryOps(r);
     RegisterQLinearMiscOps(r);
+    RegisterQLinearPoolOps(r);
     RegisterLookupTableOps(r);
     return r;
   }();

@@ -102,9 +102,11 @@ void RegisterTensorOps(KernelRegistry& r);         // ops/tensor_ops.cc
 void RegisterFusedOps(KernelRegistry& r);          // ops/fused_*.cc (nodes made by rewrite/)
 void RegisterFusedConvOps(KernelRegistry& r);      // ops/fused_qdq_conv.cc (rewrite/qdq_conv.h)
 void RegisterMsQuantMatMulOps(KernelRegistry& r);  // ops/dynamic_quant_matmul.cc (com.microsoft)
+void RegisterQGemmOps(KernelRegistry& r);          // ops/qgemm.cc (com.microsoft QGemm)
 void RegisterShapeOps(KernelRegistry& r);          // ops/shape_ops.cc (movement ops, any dtype)
 void RegisterQLinearBinaryOps(KernelRegistry& r);  // ops/qlinear_binary.cc (ms QLinearAdd/Mul)
 void RegisterQLinearMiscOps(KernelRegistry& r);    // ops/qlinear_misc.cc (QLinearConcat/...)
+void RegisterQLinearPoolOps(KernelRegistry& r);    // ops/qlinear_pool.cc (QLinear*AveragePool)
 void RegisterLookupTableOps(KernelRegistry& r);    // ops/lookup_table.cc (rewrite/qdq_lookup.h)
 
 // Helpers for KernelDef::accepts.

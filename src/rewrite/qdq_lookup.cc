@@ -98,7 +98,9 @@ class ChainFolder {
     std::vector<bool> removed(g_.nodes.size(), false);
     std::vector<bool> claimed(g_.nodes.size(), false);
     bool changed = false;
-    for (size_t v = 0; v < g_.values.size(); ++v) {
+    // Folds add table values; only the values the consumer lists cover are roots.
+    const size_t value_count = consumers.size();
+    for (size_t v = 0; v < value_count; ++v) {
       const int root = static_cast<int>(v);
       if (consumers[root].empty() || g_.values[root].initializer) continue;
       const DType type = RootType(root, consumers);
