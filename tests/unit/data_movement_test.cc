@@ -86,9 +86,9 @@ TEST(StridedCopy, EveryPermutationOfRanks2To5) {
         Tensor actual(dtype, out_shape);
         StridedCopy(x.raw(), actual.raw(), DTypeSize(dtype), out_shape, strides, nullptr);
         ExpectSameBytes(actual, expected);
-        ExpectSameBytes(int_test::RunNode("Transpose", 13, {x}, {{"perm", Attribute::Ints(perm)}},
-                                          "node_under_test", &two),
-                        expected);
+        ExpectSameBytes(
+            int_test::RunNode("Transpose", 13, {x}, {{"perm", Attribute::Ints(perm)}}, &two),
+            expected);
       } while (std::next_permutation(perm.begin(), perm.end()));
     }
   }
@@ -208,8 +208,7 @@ TEST(Slice, StepsNegativeStepsAndClampedEndsMatchPythonSlicing) {
       const Tensor axes = MakeTensor<int64_t>({static_cast<int64_t>(c.axes.size())}, c.axes);
       const Tensor steps = MakeTensor<int64_t>({static_cast<int64_t>(c.steps.size())}, c.steps);
       for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &two})
-        ExpectSameBytes(int_test::RunNode("Slice", 13, {x, starts, ends, axes, steps}, {},
-                                          "node_under_test", pool),
+        ExpectSameBytes(int_test::RunNode("Slice", 13, {x, starts, ends, axes, steps}, {}, pool),
                         expected);
     }
   }
@@ -246,10 +245,9 @@ TEST(Concat, LargeAndSmallBlocksOnEveryAxis) {
       }
       SCOPED_TRACE(ShapeToString(base) + " axis " + std::to_string(axis));
       for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &two})
-        ExpectSameBytes(
-            int_test::RunNode("Concat", 13, {inputs.begin(), inputs.end()},
-                              {{"axis", Attribute::Int(axis)}}, "node_under_test", pool),
-            expected);
+        ExpectSameBytes(int_test::RunNode("Concat", 13, {inputs.begin(), inputs.end()},
+                                          {{"axis", Attribute::Int(axis)}}, pool),
+                        expected);
     }
   }
 }
@@ -386,9 +384,7 @@ void CheckMaxPool(DType dtype, bool specials) {
     const Tensor x = RandomPoolInput<T>(dtype, c.x_shape, ++seed, specials);
     const Tensor expected = NaiveMaxPool<T>(x, c);
     for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &two})
-      ExpectSameBytes(
-          int_test::RunNode("MaxPool", 12, {x}, PoolAttributes(c), "node_under_test", pool),
-          expected);
+      ExpectSameBytes(int_test::RunNode("MaxPool", 12, {x}, PoolAttributes(c), pool), expected);
   }
 }
 
@@ -443,8 +439,7 @@ TEST(ResizeNearest, UpAndDownsamplingEveryElementSize) {
           {"coordinate_transformation_mode", Attribute::String("asymmetric")},
           {"nearest_mode", Attribute::String("floor")}};
       for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &two})
-        ExpectSameBytes(int_test::RunNode("Resize", 13, {x, std::nullopt, scales}, attrs,
-                                          "node_under_test", pool),
+        ExpectSameBytes(int_test::RunNode("Resize", 13, {x, std::nullopt, scales}, attrs, pool),
                         expected);
     }
   }

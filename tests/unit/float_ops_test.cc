@@ -7,6 +7,7 @@
 #include <limits>
 #include <random>
 
+#include "int_op_test_util.h"
 #include "ops/registry.h"
 #include "runtime/thread_pool.h"
 
@@ -32,25 +33,7 @@ Tensor SmallInts(Shape shape, uint32_t seed) {
 
 Tensor RunOp(const std::string& op, int opset, const std::vector<Tensor>& inputs,
              ThreadPool* pool = nullptr) {
-  Node node;
-  node.op_type = op;
-  node.domain = kOnnxDomain;
-  node.opset = opset;
-  std::vector<DType> types;
-  std::vector<const Tensor*> ptrs;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    node.inputs.push_back(static_cast<int>(i));
-    types.push_back(inputs[i].dtype());
-    ptrs.push_back(&inputs[i]);
-  }
-  node.outputs = {static_cast<int>(inputs.size())};
-  const KernelDef& def = KernelRegistry::Global().Find(node, types);
-  EXPECT_EQ(def.infer_types(node, types), std::vector<DType>{DType::kFloat32});
-  KernelInit init{node, types, std::vector<const Tensor*>(inputs.size(), nullptr), pool};
-  auto kernel = def.create(init);
-  KernelContext ctx(node, ptrs, pool);
-  kernel->Run(ctx);
-  return ctx.outputs()[0];
+  return int_test::RunNode(op, opset, {inputs.begin(), inputs.end()}, {.pool = pool});
 }
 
 std::vector<float> Values(const Tensor& t) {
@@ -195,7 +178,7 @@ TEST(FloatMatMul, ClearErrors) {
         Tensor i(DType::kInt32, {2, 2});
         RunOp("MatMul", 13, {i, i});
       },
-      "MatMul(ai.onnx, opset 13): unsupported input types (int32, int32)");
+      "MatMul(ai.onnx, opset 13) node 'node_under_test': unsupported input types (int32, int32)");
 }
 
 TEST(FloatBinary, BroadcastsLikeNumpy) {

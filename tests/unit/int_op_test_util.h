@@ -7,14 +7,19 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <optional>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "ops/registry.h"
+#include "runtime/thread_pool.h"
 
 namespace octet::int_test {
 
@@ -58,34 +63,70 @@ inline Tensor ZeroPoints(DType dtype, Shape shape, const std::vector<int>& value
 inline int TypeMin(DType t) { return t == DType::kInt8 ? -128 : 0; }
 inline int TypeMax(DType t) { return t == DType::kInt8 ? 127 : 255; }
 
-// Runs one node on `pool` (nullptr: the calling thread only); nullopt inputs are
-// omitted optional inputs. Returns output 0.
+// How RunNode runs a node: its domain, attributes and name, the inputs handed to the
+// kernel at creation as a session hands it initializers (so weights are packed once),
+// the pool (nullptr: the calling thread only), and how many runs (a second run must
+// give the same bytes: it reuses what creation prepared).
+struct NodeRun {
+  std::string domain = kOnnxDomain;
+  std::map<std::string, Attribute> attributes;
+  std::string name = "node_under_test";
+  std::vector<bool> constant;
+  ThreadPool* pool = nullptr;
+  int runs = 1;
+};
+
+// Runs one node through the registry as a session would; nullopt inputs are omitted
+// optional inputs. Checks the output types against infer_types; returns output 0.
 inline Tensor RunNode(const std::string& op, int opset,
-                      const std::vector<std::optional<Tensor>>& inputs,
-                      const std::map<std::string, Attribute>& attributes = {},
-                      const std::string& name = "node_under_test", ThreadPool* pool = nullptr) {
+                      const std::vector<std::optional<Tensor>>& inputs, const NodeRun& how) {
   Node node;
-  node.name = name;
+  node.name = how.name;
   node.op_type = op;
-  node.domain = kOnnxDomain;
+  node.domain = how.domain;
   node.opset = opset;
-  node.attributes = attributes;
+  node.attributes = how.attributes;
   std::vector<DType> types;
-  std::vector<const Tensor*> ptrs;
+  std::vector<const Tensor*> ptrs, constants;
   for (size_t i = 0; i < inputs.size(); ++i) {
     node.inputs.push_back(inputs[i] ? static_cast<int>(i) : -1);
     types.push_back(inputs[i] ? inputs[i]->dtype() : DType::kUndefined);
     ptrs.push_back(inputs[i] ? &*inputs[i] : nullptr);
+    const bool constant = i < how.constant.size() && how.constant[i];
+    constants.push_back(inputs[i] && constant ? &*inputs[i] : nullptr);
   }
   node.outputs = {static_cast<int>(inputs.size())};
   const KernelDef& def = KernelRegistry::Global().Find(node, types);
   const std::vector<DType> out_types = def.infer_types(node, types);
-  KernelInit init{node, types, std::vector<const Tensor*>(inputs.size(), nullptr), pool};
-  auto kernel = def.create(init);
-  KernelContext ctx(node, ptrs, pool);
-  kernel->Run(ctx);
-  EXPECT_EQ(out_types, std::vector<DType>{ctx.outputs()[0].dtype()});
-  return ctx.outputs()[0];
+  auto kernel = def.create(KernelInit{node, types, constants, how.pool});
+  Tensor out;
+  for (int run = 0; run < how.runs; ++run) {
+    KernelContext ctx(node, ptrs, how.pool);
+    kernel->Run(ctx);
+    EXPECT_EQ(out_types, std::vector<DType>{ctx.outputs()[0].dtype()});
+    if (run > 0) EXPECT_EQ(std::memcmp(out.raw(), ctx.outputs()[0].raw(), out.nbytes()), 0);
+    out = ctx.outputs()[0];
+  }
+  return out;
+}
+
+// The ai.onnx form most tests use.
+inline Tensor RunNode(const std::string& op, int opset,
+                      const std::vector<std::optional<Tensor>>& inputs,
+                      const std::map<std::string, Attribute>& attributes = {},
+                      ThreadPool* pool = nullptr) {
+  return RunNode(op, opset, inputs, NodeRun{.attributes = attributes, .pool = pool});
+}
+
+// For tests that force an instruction set in a re-executed child: sets OCTET_ISA, runs
+// count_failures (which logs what failed) and returns the child's exit code.
+inline int ExitCodeWithIsa(const char* isa,
+                           const std::function<int64_t(std::ostream&)>& count_failures) {
+  setenv("OCTET_ISA", isa, 1);
+  std::ostringstream log;
+  const int64_t failing = count_failures(log);
+  std::fprintf(stderr, "%s", log.str().c_str());
+  return failing == 0 ? 0 : 1;
 }
 
 // Rounds half to even by comparing with the floor (no reliance on the FPU mode).

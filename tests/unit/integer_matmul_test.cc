@@ -592,33 +592,9 @@ using int_test::ZeroPoints;
 Tensor RunWith(const std::string& domain, const std::string& op, int opset,
                const std::vector<std::optional<Tensor>>& inputs, const std::vector<bool>& constant,
                ThreadPool* pool) {
-  Node node;
-  node.name = "fast_node";
-  node.op_type = op;
-  node.domain = domain;
-  node.opset = opset;
-  std::vector<DType> types;
-  std::vector<const Tensor*> ptrs, constants;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    node.inputs.push_back(inputs[i] ? static_cast<int>(i) : -1);
-    types.push_back(inputs[i] ? inputs[i]->dtype() : DType::kUndefined);
-    ptrs.push_back(inputs[i] ? &*inputs[i] : nullptr);
-    constants.push_back(inputs[i] && i < constant.size() && constant[i] ? &*inputs[i] : nullptr);
-  }
-  node.outputs = {static_cast<int>(inputs.size())};
-  const KernelDef& def = KernelRegistry::Global().Find(node, types);
-  KernelInit init{node, types, constants, pool};
-  auto kernel = def.create(init);
-  Tensor out;
-  for (int run = 0; run < 2; ++run) {  // a second run reuses what creation prepared
-    KernelContext ctx(node, ptrs, pool);
-    kernel->Run(ctx);
-    if (run == 1) {
-      EXPECT_EQ(std::memcmp(out.raw(), ctx.outputs()[0].raw(), out.nbytes()), 0);
-    }
-    out = ctx.outputs()[0];
-  }
-  return out;
+  return RunNode(
+      op, opset, inputs,
+      {.domain = domain, .name = "fast_node", .constant = constant, .pool = pool, .runs = 2});
 }
 
 // Each configuration: no pool, pools of 1, 2 and 3 threads.
@@ -638,14 +614,11 @@ TEST(MatMulIntegerFast, ConstantAndPerRunWeightsOnEveryThreadCount) {
   // GEMV, row blocks (K = 33000 gives 128-row blocks, with per-row zero points
   // crossing them), a batch of A against one 2-D constant B, batched B,
   // per-row / per-column zero points, attention-like heads (small products shared out whole).
-  const std::vector<Case> cases = {{{1, 512}, {512, 300}, {}, {}},
-                                   {{1, 5, 64, 32}, {1, 5, 32, 64}, {}, {}},
-                                   {{300, 40}, {40, 1024}, {}, {1024}},
-                                   {{130, 33000}, {33000, 3}, {130}, {3}},
-                                   {{2, 3, 130, 24}, {24, 40}, {}, {40}},
-                                   {{2, 5, 8}, {2, 8, 33}, {2, 5, 1}, {2, 1, 33}},
-                                   {{17, 9}, {9, 70}, {17}, {}},
-                                   {{4, 0}, {0, 6}, {}, {}}};
+  const std::vector<Case> cases = {
+      {{1, 512}, {512, 300}, {}, {}},        {{1, 5, 64, 32}, {1, 5, 32, 64}, {}, {}},
+      {{300, 40}, {40, 1024}, {}, {1024}},   {{130, 33000}, {33000, 3}, {130}, {3}},
+      {{2, 3, 130, 24}, {24, 40}, {}, {40}}, {{2, 5, 8}, {2, 8, 33}, {2, 5, 1}, {2, 1, 33}},
+      {{17, 9}, {9, 70}, {17}, {}},          {{4, 0}, {0, 6}, {}, {}}};
   for (const Case& c : cases) {
     for (const auto& [ta, tb] : kTypePairs) {
       SCOPED_TRACE(ShapeToString(c.a) + " x " + ShapeToString(c.b) + " " + DTypeName(ta) + "/" +

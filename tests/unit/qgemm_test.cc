@@ -32,31 +32,14 @@ using int_test::ZeroPoints;
 // Runs one QGemm node; B (input 3) is a constant initializer when constant_b.
 Tensor RunQGemm(const std::vector<std::optional<Tensor>>& inputs, bool trans_a, bool trans_b,
                 float alpha, bool constant_b, ThreadPool* pool) {
-  Node node;
-  node.name = "qgemm";
-  node.op_type = "QGemm";
-  node.domain = kMsDomain;
-  node.opset = 1;
-  node.attributes = {{"transA", Attribute::Int(trans_a)},
-                     {"transB", Attribute::Int(trans_b)},
-                     {"alpha", Attribute::Float(alpha)}};
-  std::vector<DType> types;
-  std::vector<const Tensor*> ptrs, constants(inputs.size(), nullptr);
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    node.inputs.push_back(inputs[i] ? static_cast<int>(i) : -1);
-    types.push_back(inputs[i] ? inputs[i]->dtype() : DType::kUndefined);
-    ptrs.push_back(inputs[i] ? &*inputs[i] : nullptr);
-  }
-  if (constant_b) constants[3] = ptrs[3];
-  node.outputs = {static_cast<int>(inputs.size())};
-  const KernelDef& def = KernelRegistry::Global().Find(node, types);
-  const DType out_type = def.infer_types(node, types).at(0);
-  KernelInit init{node, types, constants, pool};
-  auto kernel = def.create(init);
-  KernelContext ctx(node, ptrs, pool);
-  kernel->Run(ctx);
-  OCTET_CHECK(ctx.outputs()[0].dtype() == out_type, "output dtype differs from infer_types");
-  return ctx.outputs()[0];
+  return int_test::RunNode("QGemm", 1, inputs,
+                           {.domain = kMsDomain,
+                            .attributes = {{"transA", Attribute::Int(trans_a)},
+                                           {"transB", Attribute::Int(trans_b)},
+                                           {"alpha", Attribute::Float(alpha)}},
+                            .name = "qgemm",
+                            .constant = {false, false, false, constant_b},
+                            .pool = pool});
 }
 
 enum class CKind { kNone, kScalar, kColumn, kRowVectorColumn, kRow, kFull };
@@ -213,21 +196,14 @@ int64_t FailingCases(std::ostream& log) {
   return failing;
 }
 
-int FailingCasesWithIsa(const char* isa) {
-  setenv("OCTET_ISA", isa, 1);
-  std::ostringstream log;
-  const int64_t failing = FailingCases(log);
-  std::fprintf(stderr, "%s", log.str().c_str());
-  return failing == 0 ? 0 : 1;
-}
-
 TEST(QGemm, MatchesNaiveInt64ReferenceOnEveryPathAndRefusesBadInputs) {
   // Forced paths in re-executed children first: the parent's ActiveIsa()
   // must not be decided before them (the child re-runs this body up to its
   // death test).
   ::testing::FLAGS_gtest_death_test_style = "threadsafe";
   for (Isa isa : SupportedIsas())
-    EXPECT_EXIT(std::exit(FailingCasesWithIsa(IsaName(isa))), ::testing::ExitedWithCode(0), "")
+    EXPECT_EXIT(std::exit(int_test::ExitCodeWithIsa(IsaName(isa), FailingCases)),
+                ::testing::ExitedWithCode(0), "")
         << IsaName(isa);
 
   std::ostringstream log;

@@ -303,26 +303,8 @@ TEST(QBinaryKernels, ProductsAreRoundedBeforeTheAddition) {
 Tensor RunBinaryNode(const std::string& domain, const std::string& op,
                      const std::vector<std::optional<Tensor>>& inputs,
                      const std::map<std::string, Attribute>& attributes, ThreadPool* pool) {
-  Node node;
-  node.name = "node_under_test";
-  node.op_type = op;
-  node.domain = domain;
-  node.opset = 1;
-  node.attributes = attributes;
-  std::vector<DType> types;
-  std::vector<const Tensor*> ptrs;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    node.inputs.push_back(static_cast<int>(i));
-    types.push_back(inputs[i]->dtype());
-    ptrs.push_back(&*inputs[i]);
-  }
-  node.outputs = {static_cast<int>(inputs.size())};
-  const KernelDef& def = KernelRegistry::Global().Find(node, types);
-  KernelInit init{node, types, std::vector<const Tensor*>(inputs.size(), nullptr), nullptr};
-  auto kernel = def.create(init);
-  KernelContext ctx(node, ptrs, pool);
-  kernel->Run(ctx);
-  return ctx.outputs()[0];
+  return int_test::RunNode(op, 1, inputs,
+                           {.domain = domain, .attributes = attributes, .pool = pool});
 }
 
 int64_t BroadcastOffset(const Shape& in, const Shape& out, int64_t flat) {

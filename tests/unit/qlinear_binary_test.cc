@@ -23,25 +23,7 @@ using int_test::TypeMin;
 using int_test::ZeroPoints;
 
 Tensor RunMsNode(const std::string& op, const std::vector<std::optional<Tensor>>& inputs) {
-  Node node;
-  node.name = "node_under_test";
-  node.op_type = op;
-  node.domain = kMsDomain;
-  node.opset = 1;
-  std::vector<DType> types;
-  std::vector<const Tensor*> ptrs;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    node.inputs.push_back(inputs[i] ? static_cast<int>(i) : -1);
-    types.push_back(inputs[i] ? inputs[i]->dtype() : DType::kUndefined);
-    ptrs.push_back(inputs[i] ? &*inputs[i] : nullptr);
-  }
-  node.outputs = {static_cast<int>(inputs.size())};
-  const KernelDef& def = KernelRegistry::Global().Find(node, types);
-  KernelInit init{node, types, std::vector<const Tensor*>(inputs.size(), nullptr), nullptr};
-  auto kernel = def.create(init);
-  KernelContext ctx(node, ptrs, nullptr);
-  kernel->Run(ctx);
-  return ctx.outputs()[0];
+  return int_test::RunNode(op, 1, inputs, {.domain = kMsDomain});
 }
 
 struct Case {

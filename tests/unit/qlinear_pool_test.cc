@@ -62,36 +62,20 @@ struct PoolCase {
 };
 
 Tensor RunPool(const PoolCase& c, const Tensor& x, ThreadPool* pool) {
-  Node node;
-  node.name = "pool";
-  node.op_type = c.global_op ? "QLinearGlobalAveragePool" : "QLinearAveragePool";
-  node.domain = kMsDomain;
-  node.opset = 1;
-  node.attributes["channels_last"] = Attribute::Int(c.channels_last);
+  std::map<std::string, Attribute> attributes{{"channels_last", Attribute::Int(c.channels_last)}};
   if (!c.global_op) {
-    node.attributes["kernel_shape"] = Attribute::Ints(c.kernel);
-    if (!c.strides.empty()) node.attributes["strides"] = Attribute::Ints(c.strides);
-    if (!c.pads.empty()) node.attributes["pads"] = Attribute::Ints(c.pads);
-    node.attributes["auto_pad"] = Attribute::String(c.auto_pad);
-    node.attributes["ceil_mode"] = Attribute::Int(c.ceil_mode);
-    node.attributes["count_include_pad"] = Attribute::Int(c.count_include_pad);
+    attributes["kernel_shape"] = Attribute::Ints(c.kernel);
+    if (!c.strides.empty()) attributes["strides"] = Attribute::Ints(c.strides);
+    if (!c.pads.empty()) attributes["pads"] = Attribute::Ints(c.pads);
+    attributes["auto_pad"] = Attribute::String(c.auto_pad);
+    attributes["ceil_mode"] = Attribute::Int(c.ceil_mode);
+    attributes["count_include_pad"] = Attribute::Int(c.count_include_pad);
   }
-  const Tensor inputs[] = {x, Scalar(c.x_scale), ZeroPoints(c.type, {}, {c.x_zero}),
-                           Scalar(c.y_scale), ZeroPoints(c.type, {}, {c.y_zero})};
-  std::vector<DType> types;
-  std::vector<const Tensor*> ptrs;
-  for (int i = 0; i < 5; ++i) {
-    node.inputs.push_back(i);
-    types.push_back(inputs[i].dtype());
-    ptrs.push_back(&inputs[i]);
-  }
-  node.outputs = {5};
-  const KernelDef& def = KernelRegistry::Global().Find(node, types);
-  EXPECT_EQ(def.infer_types(node, types), std::vector<DType>{c.type});
-  auto kernel = def.create({node, types, std::vector<const Tensor*>(5, nullptr), pool});
-  KernelContext ctx(node, ptrs, pool);
-  kernel->Run(ctx);
-  return ctx.outputs()[0];
+  return int_test::RunNode(
+      c.global_op ? "QLinearGlobalAveragePool" : "QLinearAveragePool", 1,
+      {x, Scalar(c.x_scale), ZeroPoints(c.type, {}, {c.x_zero}), Scalar(c.y_scale),
+       ZeroPoints(c.type, {}, {c.y_zero})},
+      {.domain = kMsDomain, .attributes = attributes, .name = "pool", .pool = pool});
 }
 
 // ---- The references --------------------------------------------------------------------
@@ -295,19 +279,12 @@ int64_t FailingCases(std::ostream& log) {
   return failing;
 }
 
-int FailingCasesWithIsa(const char* isa) {
-  setenv("OCTET_ISA", isa, 1);
-  std::ostringstream log;
-  const int64_t failing = FailingCases(log);
-  std::fprintf(stderr, "%s", log.str().c_str());
-  return failing == 0 ? 0 : 1;
-}
-
 TEST(QLinearPool, MatchesNaiveReferenceOnEveryPathAndThreadCount) {
   // Forced paths in re-executed children first (see qgemm_test.cc).
   ::testing::FLAGS_gtest_death_test_style = "threadsafe";
   for (Isa isa : SupportedIsas())
-    EXPECT_EXIT(std::exit(FailingCasesWithIsa(IsaName(isa))), ::testing::ExitedWithCode(0), "")
+    EXPECT_EXIT(std::exit(int_test::ExitCodeWithIsa(IsaName(isa), FailingCases)),
+                ::testing::ExitedWithCode(0), "")
         << IsaName(isa);
   std::ostringstream log;
   EXPECT_EQ(FailingCases(log), 0) << log.str();

@@ -17,6 +17,7 @@
 #include <random>
 #include <vector>
 
+#include "int_op_test_util.h"
 #include "ops/registry.h"
 #include "runtime/thread_pool.h"
 
@@ -345,25 +346,8 @@ Tensor FloatTensor(Shape shape, const std::vector<float>& values) {
 Tensor RunOp(const std::string& op, int opset, const std::vector<Tensor>& inputs, ThreadPool* pool,
              std::map<std::string, Attribute> attributes = {},
              const std::string& domain = kOnnxDomain) {
-  Node node;
-  node.op_type = op;
-  node.domain = domain;
-  node.opset = opset;
-  node.attributes = std::move(attributes);
-  std::vector<DType> types;
-  std::vector<const Tensor*> ptrs;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    node.inputs.push_back(static_cast<int>(i));
-    types.push_back(inputs[i].dtype());
-    ptrs.push_back(&inputs[i]);
-  }
-  node.outputs = {static_cast<int>(inputs.size())};
-  const KernelDef& def = KernelRegistry::Global().Find(node, types);
-  KernelInit init{node, types, std::vector<const Tensor*>(inputs.size(), nullptr), pool};
-  auto kernel = def.create(init);
-  KernelContext ctx(node, ptrs, pool);
-  kernel->Run(ctx);
-  return ctx.outputs()[0];
+  return int_test::RunNode(op, opset, {inputs.begin(), inputs.end()},
+                           {.domain = domain, .attributes = std::move(attributes), .pool = pool});
 }
 
 std::vector<float> Values(const Tensor& t) {
