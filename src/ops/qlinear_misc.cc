@@ -50,11 +50,6 @@ int32_t ReadScalarZero(const KernelContext& ctx, size_t i, DType type, const cha
   return ReadZeroPoints(ctx.node(), ctx.input(i), type, name)[0];
 }
 
-// The 8-bit value stored as byte b.
-int32_t ByteValue(int b, DType type) {
-  return type == DType::kInt8 ? static_cast<int32_t>(static_cast<int8_t>(b)) : b;
-}
-
 // ORT's QlinearBuildLookupTable: dequantize all 256 bytes, transform the 256
 // floats at once (MLAS kernels work on arrays), quantize back with MLAS.
 template <typename Transform>
@@ -237,17 +232,12 @@ ExpTable SoftmaxExpTable(float x_scale, int64_t reduce_len) {
   return table;
 }
 
-// What the x86 conversions in ORT's requantization give: float -> uint32 compiles to a
-// 64-bit cvttss2si (out of range and NaN give INT64_MIN, whose low half is 0), float ->
-// int32 to a 32-bit one (INT32_MIN).
+// What ORT's float -> uint32 cast gives on x86: a 64-bit cvttss2si (out of range and NaN
+// give INT64_MIN, whose low half is 0). Its float -> int32 casts: TruncateToInt32LikeX86.
 uint32_t TruncateToUint32LikeX86(float v) {
   return v >= -9.223372036854775808e18f && v < 9.223372036854775808e18f
              ? static_cast<uint32_t>(static_cast<int64_t>(v))
              : 0u;
-}
-int32_t TruncateToInt32LikeX86(float v) {
-  return v >= -2147483648.0f && v < 2147483648.0f ? static_cast<int32_t>(v)
-                                                  : std::numeric_limits<int32_t>::min();
 }
 
 // One softmax row of `length` 8-bit values `stride` bytes apart.

@@ -85,19 +85,12 @@ void CheckZeroPointsGiven(const KernelInit& init, bool y_zero_required) {
   }
 }
 
-// The 8-bit value stored as byte b.
-int32_t ByteValue(int b, DType type) {
-  return type == DType::kInt8 ? static_cast<int32_t>(static_cast<int8_t>(b)) : b;
-}
-
 // What ORT's static_cast<int32_t>(nearbyintf(v)) gives on x86: v rounded half to even, and
 // INT32_MIN (cvttss2si's answer) for NaN and values outside int32. The rounding adds and
 // subtracts 2^23, where floats are spaced 1 apart (no libm call: this runs per output).
 int32_t RoundToInt32LikeX86(float v) {
-  if (!(v >= -2147483648.0f && v < 2147483648.0f)) return std::numeric_limits<int32_t>::min();
-  if (v >= 0x1p23f || v <= -0x1p23f) return static_cast<int32_t>(v);  // already integral
-  const float rounded = v >= 0.f ? (v + 0x1p23f) - 0x1p23f : (v - 0x1p23f) + 0x1p23f;
-  return static_cast<int32_t>(rounded);
+  if (!(v < 0x1p23f && v > -0x1p23f)) return TruncateToInt32LikeX86(v);  // integral or NaN
+  return TruncateToInt32LikeX86(v >= 0.f ? (v + 0x1p23f) - 0x1p23f : (v - 0x1p23f) + 0x1p23f);
 }
 
 // ---- Integer global average ----------------------------------------------------------
