@@ -69,9 +69,9 @@ inline int TypeMax(DType t) { return t == DType::kInt8 ? 127 : 255; }
 // give the same bytes: it reuses what creation prepared).
 struct NodeRun {
   std::string domain = kOnnxDomain;
-  std::map<std::string, Attribute> attributes;
+  std::map<std::string, Attribute> attributes = {};
   std::string name = "node_under_test";
-  std::vector<bool> constant;
+  std::vector<bool> constant = {};
   ThreadPool* pool = nullptr;
   int runs = 1;
 };
@@ -104,7 +104,9 @@ inline Tensor RunNode(const std::string& op, int opset,
     KernelContext ctx(node, ptrs, how.pool);
     kernel->Run(ctx);
     EXPECT_EQ(out_types, std::vector<DType>{ctx.outputs()[0].dtype()});
-    if (run > 0) EXPECT_EQ(std::memcmp(out.raw(), ctx.outputs()[0].raw(), out.nbytes()), 0);
+    if (run > 0) {
+      EXPECT_EQ(std::memcmp(out.raw(), ctx.outputs()[0].raw(), out.nbytes()), 0);
+    }
     out = ctx.outputs()[0];
   }
   return out;
