@@ -10,7 +10,6 @@ onnx.helper and checks:
     result (int64 convolution in numpy) lies on a rounding tie; the count is printed.
 """
 
-import os
 
 import numpy as np
 import onnx
@@ -19,8 +18,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
 
-from test_qdq_fusion import (ALL, DISABLED, TYPE_CODE, claimed, qdq_debug, random_q,  # noqa: F401
-                             run_octet, run_ort)
+from test_qdq_fusion import (ALL, DISABLED, TYPE_CODE, claimed, ort_ops, qdq_debug,  # noqa: F401
+                             random_q, run_octet, run_ort)
 
 OPSET = 21
 
@@ -138,19 +137,6 @@ class ConvGroup:
             acc += self.bias.reshape((-1,) + (1,) * nd)
         scale = np.float64(self.sx) * self.sw.astype(np.float64)
         return acc * scale.reshape((-1,) + (1,) * nd if scale.ndim else ()) / np.float64(self.sy)
-
-
-def ort_ops(model, int8_allowed):
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ALL
-    if int8_allowed:
-        options.add_session_config_entry("session.qdqisint8allowed", "1")
-    options.optimized_model_filepath = os.path.join(os.environ.get("TMPDIR", "/tmp"),
-                                                    "octet_qdq_conv_%d.onnx" % os.getpid())
-    ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
-    ops = [n.op_type for n in onnx.load(options.optimized_model_filepath).graph.node]
-    os.remove(options.optimized_model_filepath)
-    return ops
 
 
 def check_conv(group, capfd, name, threads=1, expect_refused=None):

@@ -174,8 +174,8 @@ def run_ort(model, feeds, level, int8_allowed=False):
     return session.run(None, feeds)
 
 
-def ort_fuses(model, int8_allowed):
-    """True when ORT_ENABLE_ALL turns the group into one integer node (no DQ left)."""
+def ort_ops(model, int8_allowed):
+    """The op types of the graph ORT_ENABLE_ALL runs (its optimized model)."""
     options = ort.SessionOptions()
     options.graph_optimization_level = ALL
     if int8_allowed:
@@ -185,7 +185,12 @@ def ort_fuses(model, int8_allowed):
     ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
     ops = [n.op_type for n in onnx.load(options.optimized_model_filepath).graph.node]
     os.remove(options.optimized_model_filepath)
-    return "DequantizeLinear" not in ops
+    return ops
+
+
+def ort_fuses(model, int8_allowed):
+    """True when ORT_ENABLE_ALL turns the group into one integer node (no DQ left)."""
+    return "DequantizeLinear" not in ort_ops(model, int8_allowed)
 
 
 def run_octet(model, feeds, capfd, threads=1):
