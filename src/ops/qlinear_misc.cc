@@ -22,6 +22,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,10 +46,13 @@ float ReadScalarScale(const Node& node, const Tensor& t, const char* name) {
 }
 
 // An optional scalar zero point of the 8-bit type `type` (0 when omitted).
+int32_t ReadScalarZero(const Node& node, const Tensor* zero, DType type, const char* name) {
+  if (zero == nullptr) return 0;
+  CheckPerTensor(node, *zero, name);
+  return ReadZeroPoints(node, *zero, type, name)[0];
+}
 int32_t ReadScalarZero(const KernelContext& ctx, size_t i, DType type, const char* name) {
-  if (!ctx.has_input(i)) return 0;
-  CheckPerTensor(ctx.node(), ctx.input(i), name);
-  return ReadZeroPoints(ctx.node(), ctx.input(i), type, name)[0];
+  return ReadScalarZero(ctx.node(), ctx.has_input(i) ? &ctx.input(i) : nullptr, type, name);
 }
 
 // ORT's QlinearBuildLookupTable: dequantize all 256 bytes, transform the 256
@@ -106,30 +110,50 @@ enum LookupInput { kX = 0, kXScale, kXZero, kYScale, kYZero, kLookupInputCount }
 
 class QLinearLookupKernel : public OpKernel {
  public:
-  QLinearLookupKernel(bool is_sigmoid, float alpha) : is_sigmoid_(is_sigmoid), alpha_(alpha) {}
+  // With constant scales and zero points (what quantizers write) the table is made here,
+  // once; otherwise per run.
+  QLinearLookupKernel(const KernelInit& init, bool is_sigmoid, float alpha)
+      : is_sigmoid_(is_sigmoid), alpha_(alpha) {
+    auto constant = [&](size_t i) {
+      return i < init.constant_inputs.size() ? init.constant_inputs[i] : nullptr;
+    };
+    auto omitted = [&](size_t i) {
+      return i >= init.input_types.size() || init.input_types[i] == DType::kUndefined;
+    };
+    const bool zeros_known =
+        (constant(kXZero) || omitted(kXZero)) && (constant(kYZero) || omitted(kYZero));
+    if (constant(kXScale) && constant(kYScale) && zeros_known)
+      table_ = Table(init.node, init.input_types[kX], *constant(kXScale), constant(kXZero),
+                     *constant(kYScale), constant(kYZero));
+  }
 
   void Run(KernelContext& ctx) override {
-    const Node& node = ctx.node();
     const Tensor& x = ctx.input(kX);
-    const DType type = x.dtype();
-    const ScalarQParams xq{ReadScalarScale(node, ctx.input(kXScale), "X_scale"),
-                           ReadScalarZero(ctx, kXZero, type, "X_zero_point"), type};
-    const ScalarQParams yq{ReadScalarScale(node, ctx.input(kYScale), "Y_scale"),
-                           ReadScalarZero(ctx, kYZero, type, "Y_zero_point"), type};
-    const ByteTable table =
-        is_sigmoid_
-            ? BuildByteTable(xq, yq, LogisticFma3)
-            : BuildByteTable(xq, yq, [alpha = alpha_](const float* in, float* out, size_t n) {
-                for (size_t i = 0; i < n; ++i) out[i] = in[i] >= 0.0f ? in[i] : alpha * in[i];
-              });
-    Tensor& y = ctx.AllocateUninitializedOutput(0, type, x.shape());
+    auto optional = [&](size_t i) { return ctx.has_input(i) ? &ctx.input(i) : nullptr; };
+    const ByteTable table = table_ ? *table_
+                                   : Table(ctx.node(), x.dtype(), ctx.input(kXScale),
+                                           optional(kXZero), ctx.input(kYScale), optional(kYZero));
+    Tensor& y = ctx.AllocateUninitializedOutput(0, x.dtype(), x.shape());
     MapBytes(static_cast<const uint8_t*>(x.raw()), table, static_cast<uint8_t*>(y.raw()),
              x.numel());
   }
 
  private:
+  ByteTable Table(const Node& node, DType type, const Tensor& x_scale, const Tensor* x_zero,
+                  const Tensor& y_scale, const Tensor* y_zero) const {
+    const ScalarQParams xq{ReadScalarScale(node, x_scale, "X_scale"),
+                           ReadScalarZero(node, x_zero, type, "X_zero_point"), type};
+    const ScalarQParams yq{ReadScalarScale(node, y_scale, "Y_scale"),
+                           ReadScalarZero(node, y_zero, type, "Y_zero_point"), type};
+    if (is_sigmoid_) return BuildByteTable(xq, yq, LogisticFma3);
+    return BuildByteTable(xq, yq, [alpha = alpha_](const float* in, float* out, size_t n) {
+      for (size_t i = 0; i < n; ++i) out[i] = in[i] >= 0.0f ? in[i] : alpha * in[i];
+    });
+  }
+
   bool is_sigmoid_;
   float alpha_;
+  std::optional<ByteTable> table_;
 };
 
 bool AcceptsLookup(const Node&, const std::vector<DType>& t) {
@@ -330,10 +354,12 @@ void RegisterQLinearMiscOps(KernelRegistry& r) {
     return std::vector<DType>{t[0]};
   };
   r.Register({kMsDomain, "QLinearSigmoid", 1, 1 << 30, AcceptsLookup, same_as_x,
-              [](const KernelInit&) { return std::make_unique<QLinearLookupKernel>(true, 0.f); }});
+              [](const KernelInit& init) {
+                return std::make_unique<QLinearLookupKernel>(init, true, 0.f);
+              }});
   r.Register({kMsDomain, "QLinearLeakyRelu", 1, 1 << 30, AcceptsLookup, same_as_x,
               [](const KernelInit& init) {
-                return std::make_unique<QLinearLookupKernel>(false,
+                return std::make_unique<QLinearLookupKernel>(init, false,
                                                              init.node.GetFloat("alpha", 0.01f));
               }});
   r.Register({kMsDomain, "QLinearSoftmax", 1, 1 << 30, AcceptsLookup, same_as_x,
