@@ -1,0 +1,132 @@
+// The quantized binary spans of kernels/int8/qlinear_binary.h written once
+// over a vector type V (kernels/simd_avx2.h, kernels/simd_avx512.h) and
+// instantiated by qlinear_binary_avx2.cc and qlinear_binary_avx512.cc: whole
+// vectors, then one partial vector, so nothing past the span is read or
+// written. Same bytes as the scalar code (qlinear_binary.cc): Fma is
+// std::fma, RoundToInt rounds half to even and gives INT32_MIN for NaN and
+// out-of-range values as the scalar conversion does, Div is the scalar
+// division, Max/Min return the bound for NaN as the scalar clamp does, and
+// nothing else is fused (the including file switches contraction off).
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/int8/qlinear_binary.h"
+
+namespace octet::qbinary {
+// Internal linkage: each including file compiles these for its own instruction set.
+namespace {
+
+template <class V>
+struct QBinaryKernels {
+  using F = typename V::F;
+  using I = typename V::I;
+  static constexpr int W = V::kWidth;
+
+  static void Span(const QBinaryProgram& p, const uint8_t* a, int64_t a_step, const uint8_t* b,
+                   int64_t b_step, uint8_t* c, int64_t n) {
+    switch (p.arithmetic) {
+      case QBinaryArithmetic::kQLinearAdd:
+        return p.a_inner ? Run<Kind::kAddAInner>(p, a, a_step, b, b_step, c, n)
+                         : Run<Kind::kAddAOuter>(p, a, a_step, b, b_step, c, n);
+      case QBinaryArithmetic::kQLinearMul:
+        return Run<Kind::kQLinearMul>(p, a, a_step, b, b_step, c, n);
+      case QBinaryArithmetic::kFloatAdd:
+        return Run<Kind::kFloatAdd>(p, a, a_step, b, b_step, c, n);
+      case QBinaryArithmetic::kFloatMul:
+        return Run<Kind::kFloatMul>(p, a, a_step, b, b_step, c, n);
+    }
+  }
+
+ private:
+  // The arithmetic, with QLinearAdd's two operand orders apart so that the
+  // loop does not test a_inner.
+  enum class Kind { kAddAOuter, kAddAInner, kQLinearMul, kFloatAdd, kFloatMul };
+
+  // Reads 8-bit operands as int32 values: an int8 byte is its uint8 bits with
+  // the top bit flipped, less 128.
+  struct OperandReader {
+    OperandReader(bool is_signed, int32_t offset)
+        : flip(V::SetI(is_signed ? 0x80 : 0)), bias(V::SetI(offset - (is_signed ? 128 : 0))) {}
+    I operator()(const uint8_t* p, int count) const {
+      const I bytes = count == W ? V::LoadWiden(p) : V::LoadWidenPartial(p, count);
+      return V::AddI(V::XorI(bytes, flip), bias);
+    }
+    I flip, bias;
+  };
+
+  static int32_t ReadOne(uint8_t byte, bool is_signed, int32_t offset) {
+    return (is_signed ? int32_t{static_cast<int8_t>(byte)} : int32_t{byte}) + offset;
+  }
+
+  struct Constants {
+    explicit Constants(const QBinaryProgram& p)
+        : ratio_a(V::Set(p.ratio_a)),
+          ratio_b(V::Set(p.ratio_b)),
+          fixed(V::Set(p.fixed)),
+          ratio(V::Set(p.ratio)),
+          a_scale(V::Set(p.a_scale)),
+          b_scale(V::Set(p.b_scale)),
+          c_scale(V::Set(p.c_scale)),
+          c_zero_float(V::Set(static_cast<float>(p.c_zero))),
+          lo(V::Set(static_cast<float>(p.c_min - p.c_zero))),
+          hi(V::Set(static_cast<float>(p.c_max - p.c_zero))),
+          a_zero(V::SetI(p.a_zero)),
+          b_zero(V::SetI(p.b_zero)),
+          c_zero(V::SetI(p.c_zero)),
+          c_min(V::SetI(p.c_min)),
+          c_max(V::SetI(p.c_max)),
+          c_offset(V::SetI(p.c_offset)) {}
+    F ratio_a, ratio_b, fixed, ratio, a_scale, b_scale, c_scale, c_zero_float, lo, hi;
+    I a_zero, b_zero, c_zero, c_min, c_max, c_offset;
+  };
+
+  // The stored values (clamped, less c_offset) of one vector of elements.
+  template <Kind kKind>
+  static I Compute(const Constants& k, I a, I b) {
+    I q;
+    if constexpr (kKind == Kind::kAddAOuter || kKind == Kind::kAddAInner) {
+      const F fa = V::ToFloat(a), fb = V::ToFloat(b);
+      q = V::RoundToInt(kKind == Kind::kAddAInner
+                            ? V::Fma(fb, k.ratio_b, V::Fma(fa, k.ratio_a, k.fixed))
+                            : V::Fma(fa, k.ratio_a, V::Fma(fb, k.ratio_b, k.fixed)));
+    } else if constexpr (kKind == Kind::kQLinearMul) {
+      const I product = V::MulI(V::SubI(a, k.a_zero), V::SubI(b, k.b_zero));
+      q = V::RoundToInt(V::Add(V::Mul(V::ToFloat(product), k.ratio), k.c_zero_float));
+    } else {
+      const F x = V::Mul(V::ToFloat(V::SubI(a, k.a_zero)), k.a_scale);
+      const F y = V::Mul(V::ToFloat(V::SubI(b, k.b_zero)), k.b_scale);
+      F v = V::Div(kKind == Kind::kFloatAdd ? V::Add(x, y) : V::Mul(x, y), k.c_scale);
+      v = V::Max(v, k.lo);  // NaN -> lo
+      v = V::Min(v, k.hi);
+      q = V::AddI(V::RoundToInt(v), k.c_zero);
+    }
+    q = V::MinI(V::MaxI(q, k.c_min), k.c_max);
+    return V::SubI(q, k.c_offset);
+  }
+
+  template <Kind kKind>
+  static void Run(const QBinaryProgram& p, const uint8_t* a, int64_t a_step, const uint8_t* b,
+                  int64_t b_step, uint8_t* c, int64_t n) {
+    const Constants k(p);
+    const OperandReader read_a(p.a_signed, p.a_offset), read_b(p.b_signed, p.b_offset);
+    // A value used for the whole span is read once.
+    const I a_splat = V::SetI(ReadOne(a[0], p.a_signed, p.a_offset));
+    const I b_splat = V::SetI(ReadOne(b[0], p.b_signed, p.b_offset));
+    const auto step = [&](int64_t i, int count) {
+      const I va = a_step != 0 ? read_a(a + i, count) : a_splat;
+      const I vb = b_step != 0 ? read_b(b + i, count) : b_splat;
+      const I q = Compute<kKind>(k, va, vb);  // a byte's value: storing the low byte is exact
+      if (count == W)
+        V::StoreLow(c + i, q);
+      else
+        V::StoreLowPartial(c + i, q, count);
+    };
+    int64_t i = 0;
+    for (; i + W <= n; i += W) step(i, W);
+    if (i < n) step(i, static_cast<int>(n - i));
+  }
+};
+
+}  // namespace
+}  // namespace octet::qbinary
