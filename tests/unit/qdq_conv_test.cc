@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "graph_builder.h"
 #include "kernels/int8/conv.h"
 #include "kernels/int8/conv_reference.h"
 #include "kernels/int8/requantize.h"
@@ -20,33 +21,7 @@
 namespace octet {
 namespace {
 
-class Builder {
- public:
-  int V(const std::string& name) {
-    const int id = g.FindValue(name);
-    return id >= 0 ? id : g.AddValue(name);
-  }
-  template <typename T>
-  void Init(const std::string& name, Shape shape, T fill) {
-    Tensor t(DTypeOf<T>::value, shape);
-    for (int64_t i = 0; i < t.numel(); ++i) t.data<T>()[i] = static_cast<T>(fill + i % 7);
-    g.SetInitializer(V(name), std::move(t));
-  }
-  Node& Add(const std::string& op, std::vector<std::string> in, std::string out,
-            const std::string& name = "") {
-    Node n;
-    n.name = name.empty() ? op + std::to_string(g.nodes.size()) : name;
-    n.op_type = op;
-    n.domain = kOnnxDomain;
-    n.opset = 21;
-    for (const auto& i : in) n.inputs.push_back(i.empty() ? -1 : V(i));
-    n.outputs.push_back(V(out));
-    g.values[V(out)].producer = static_cast<int>(g.nodes.size());
-    g.nodes.push_back(n);
-    return g.nodes.back();
-  }
-  Graph g;
-};
+using Builder = test::GraphBuilder;
 
 constexpr int64_t kOut = 6;
 

@@ -6,38 +6,14 @@
 #include <string>
 #include <vector>
 
+#include "graph_builder.h"
 #include "rewrite/qdq_matmul.h"
 #include "rewrite/rewrite.h"
 
 namespace octet {
 namespace {
 
-class Builder {
- public:
-  int V(const std::string& name) {
-    const int id = g.FindValue(name);
-    return id >= 0 ? id : g.AddValue(name);
-  }
-  template <typename T>
-  void Init(const std::string& name, Shape shape, T fill) {
-    Tensor t(DTypeOf<T>::value, shape);
-    for (int64_t i = 0; i < t.numel(); ++i) t.data<T>()[i] = static_cast<T>(fill + i % 7);
-    g.SetInitializer(V(name), std::move(t));
-  }
-  void Add(const std::string& op, std::vector<std::string> in, std::string out,
-           const std::string& name = "") {
-    Node n;
-    n.name = name.empty() ? op + std::to_string(g.nodes.size()) : name;
-    n.op_type = op;
-    n.domain = kOnnxDomain;
-    n.opset = 21;
-    for (const auto& i : in) n.inputs.push_back(V(i));
-    n.outputs.push_back(V(out));
-    g.values[V(out)].producer = static_cast<int>(g.nodes.size());
-    g.nodes.push_back(n);
-  }
-  Graph g;
-};
+using Builder = test::GraphBuilder;
 
 // x(u8) -> DQ -> MatMul(W1) -> Q -> DQ -> Relu -> Q -> DQ -> MatMul(W2) -> Q -> y
 Builder Mlp() {
