@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "graph_builder.h"
 #include "int_op_test_util.h"
 #include "rewrite/qdq_binary.h"
 #include "rewrite/rewrite.h"
@@ -93,35 +94,21 @@ TEST(QLinearBinaryTest, ShapesThatDoNotBroadcastFail) {
 // A (u8) -> DQ -+
 //               +-> Add -> Q -> y ; with b_type int8 the types differ and it is refused.
 Graph AddGroup(DType b_type) {
-  Graph g;
-  auto value = [&g](const std::string& name) {
-    const int id = g.FindValue(name);
-    return id >= 0 ? id : g.AddValue(name);
-  };
-  auto node = [&](const std::string& op, std::vector<std::string> in, const std::string& out) {
-    Node n;
-    n.name = op + std::to_string(g.nodes.size());
-    n.op_type = op;
-    n.domain = kOnnxDomain;
-    n.opset = 21;
-    for (const auto& i : in) n.inputs.push_back(value(i));
-    n.outputs = {value(out)};
-    g.values[value(out)].producer = static_cast<int>(g.nodes.size());
-    g.nodes.push_back(n);
-  };
+  test::GraphBuilder b;
+  Graph& g = b.g;
   for (const char* name : {"a", "b"}) {
-    g.inputs.push_back(value(name));
-    g.values[value(name)].dtype = name[0] == 'a' ? DType::kUInt8 : b_type;
+    g.inputs.push_back(b.V(name));
+    g.values[b.V(name)].dtype = name[0] == 'a' ? DType::kUInt8 : b_type;
   }
-  g.SetInitializer(value("s"), int_test::Scalar(0.05f));
-  g.SetInitializer(value("za"), ZeroPoints(DType::kUInt8, {}, {7}));
-  g.SetInitializer(value("zb"), ZeroPoints(b_type, {}, {3}));
-  node("DequantizeLinear", {"a", "s", "za"}, "ad");
-  node("DequantizeLinear", {"b", "s", "zb"}, "bd");
-  node("Add", {"ad", "bd"}, "f");
-  node("QuantizeLinear", {"f", "s", "za"}, "y");
-  g.outputs.push_back(value("y"));
-  return g;
+  g.SetInitializer(b.V("s"), int_test::Scalar(0.05f));
+  g.SetInitializer(b.V("za"), ZeroPoints(DType::kUInt8, {}, {7}));
+  g.SetInitializer(b.V("zb"), ZeroPoints(b_type, {}, {3}));
+  b.Add("DequantizeLinear", {"a", "s", "za"}, "ad");
+  b.Add("DequantizeLinear", {"b", "s", "zb"}, "bd");
+  b.Add("Add", {"ad", "bd"}, "f");
+  b.Add("QuantizeLinear", {"f", "s", "za"}, "y");
+  g.outputs.push_back(b.V("y"));
+  return std::move(b.g);
 }
 
 TEST(QLinearBinaryTest, RewriteMakesOneQLinearAdd) {
@@ -158,37 +145,23 @@ TEST(QLinearBinaryTest, RewriteKeepsFloatStepsForMixedTypes) {
 // consumer and that DQ has one consumer (EnsureUniqueDQForNodeUnit copies it otherwise).
 TEST(QLinearBinaryTest, OrtUint8ValuesNeedASingleEdge) {
   for (const int dq_consumers : {1, 2}) {
-    Graph g;
-    auto value = [&g](const std::string& name) {
-      const int id = g.FindValue(name);
-      return id >= 0 ? id : g.AddValue(name);
-    };
-    auto node = [&](const std::string& op, std::vector<std::string> in, const std::string& out) {
-      Node n;
-      n.name = op + std::to_string(g.nodes.size());
-      n.op_type = op;
-      n.domain = kOnnxDomain;
-      n.opset = 21;
-      for (const auto& i : in) n.inputs.push_back(value(i));
-      n.outputs = {value(out)};
-      g.values[value(out)].producer = static_cast<int>(g.nodes.size());
-      g.nodes.push_back(n);
-    };
-    g.inputs.push_back(value("x"));
-    g.values[value("x")].dtype = DType::kFloat32;
-    g.SetInitializer(value("s"), int_test::Scalar(0.05f));
-    g.SetInitializer(value("z"), ZeroPoints(DType::kInt8, {}, {-3}));
-    node("QuantizeLinear", {"x", "s", "z"}, "q");
-    node("DequantizeLinear", {"q", "s", "z"}, "d");
-    node("Relu", {"d"}, "r0");
-    g.outputs.push_back(value("r0"));
+    test::GraphBuilder b;
+    Graph& g = b.g;
+    g.inputs.push_back(b.V("x"));
+    g.values[b.V("x")].dtype = DType::kFloat32;
+    g.SetInitializer(b.V("s"), int_test::Scalar(0.05f));
+    g.SetInitializer(b.V("z"), ZeroPoints(DType::kInt8, {}, {-3}));
+    b.Add("QuantizeLinear", {"x", "s", "z"}, "q");
+    b.Add("DequantizeLinear", {"q", "s", "z"}, "d");
+    b.Add("Relu", {"d"}, "r0");
+    g.outputs.push_back(b.V("r0"));
     if (dq_consumers == 2) {
-      node("Relu", {"d"}, "r1");
-      g.outputs.push_back(value("r1"));
+      b.Add("Relu", {"d"}, "r1");
+      g.outputs.push_back(b.V("r1"));
     }
     const std::vector<bool> moved = FindOrtUint8Values(g);
-    EXPECT_EQ(moved[value("q")], dq_consumers == 1) << dq_consumers;
-    EXPECT_FALSE(moved[value("d")]);
+    EXPECT_EQ(moved[b.V("q")], dq_consumers == 1) << dq_consumers;
+    EXPECT_FALSE(moved[b.V("d")]);
   }
 }
 
