@@ -14,6 +14,7 @@
 #include "rewrite/qdq_lookup.h"
 #include "rewrite/qdq_matmul.h"
 #include "rewrite/qdq_movement.h"
+#include "rewrite/slice_merge.h"
 
 namespace octet {
 
@@ -34,6 +35,7 @@ QdqReport RunQdqPasses(Graph& graph) {
   FuseQdqBinary(graph, report, ort_uint8_values);
   FoldMatMulIntegerToFloat(graph, report);
   FuseFloatGelu(graph, report);
+  MergeSliceChains(graph, report);
   // OCTET_QDQ_LOOKUP=0: the control for the lookup tables alone (every other pass runs).
   if (!EnvIs("OCTET_QDQ_LOOKUP", "0")) FoldPointwiseChainsToTables(graph, report);
   return report;
