@@ -29,7 +29,9 @@ struct Case {
   bool x_signed = false, w_signed = true;
   bool w_zero_per_channel = false;
   // 0: random, 1: at the type minimum, 2: at the type maximum, 3: w zero point 0
-  // and x's random (symmetric weights: the AVX-512 VNNI unsigned-B path for int8 w)
+  // and x's random (symmetric weights: the AVX-512 VNNI unsigned-B path for int8
+  // w, or the NHWC indirect path when dense and larger than 1x1), 4 / 5: w zero
+  // point 0 and x's at the type minimum / maximum, the inputs at the other limit
   int zero_mode = 0;
 
   std::string Describe() const {
@@ -73,17 +75,22 @@ Data MakeData(const Case& c, std::mt19937& rng) {
   d.w.resize(g.out_channels * (g.in_channels / g.group) * g.kernel_h * g.kernel_w);
   for (auto& v : d.x) v = static_cast<uint8_t>(byte(rng));
   for (auto& v : d.w) v = static_cast<uint8_t>(byte(rng));
+  const bool w_zero_0 = c.zero_mode >= 3;
+  const bool at_min = c.zero_mode == 1 || c.zero_mode == 4;
+  const bool at_max = c.zero_mode == 2 || c.zero_mode == 5;
   auto zero = [&](bool is_signed) {
-    if (c.zero_mode == 1) return TypeMin(is_signed);
-    if (c.zero_mode == 2) return TypeMax(is_signed);
+    if (at_min) return TypeMin(is_signed);
+    if (at_max) return TypeMax(is_signed);
     return std::uniform_int_distribution<int>(TypeMin(is_signed), TypeMax(is_signed))(rng);
   };
   d.x_zero = {zero(c.x_signed)};
   d.w_zero.resize(c.w_zero_per_channel ? g.out_channels : 1);
-  for (auto& z : d.w_zero) z = c.zero_mode == 3 ? 0 : zero(c.w_signed);
-  if (c.zero_mode == 1 || c.zero_mode == 2) {  // the extreme products: inputs at the other limit
-    const int x_far = c.zero_mode == 1 ? TypeMax(c.x_signed) : TypeMin(c.x_signed);
-    const int w_far = c.zero_mode == 1 ? TypeMax(c.w_signed) : TypeMin(c.w_signed);
+  for (auto& z : d.w_zero) z = w_zero_0 ? 0 : zero(c.w_signed);
+  if (at_min || at_max) {  // the extreme products: inputs at the other limit
+    const int x_far = at_min ? TypeMax(c.x_signed) : TypeMin(c.x_signed);
+    // with w zero point 0 the largest |w - 0| is -128 (int8) or 255 (uint8)
+    const bool w_at_min = w_zero_0 ? c.w_signed : at_max;
+    const int w_far = w_at_min ? TypeMin(c.w_signed) : TypeMax(c.w_signed);
     for (size_t i = 0; i < d.x.size(); i += 2) d.x[i] = static_cast<uint8_t>(x_far);
     for (size_t i = 0; i < d.w.size(); i += 2) d.w[i] = static_cast<uint8_t>(w_far);
   }
@@ -195,7 +202,7 @@ TEST(Int8Conv, GridAgainstReferenceOnEveryPathAndThreadCount) {
               c.x_signed = index % 4 >= 2;
               c.w_signed = index % 2 == 0;
               c.w_zero_per_channel = index % 5 < 2;
-              c.zero_mode = std::array{1, 2, 3, 3, 0, 0, 0}[index % 7];
+              c.zero_mode = std::array{1, 2, 3, 4, 0, 5, 0}[index % 7];
               if (!Resolve(c)) continue;
               ++cases;
               failures += CheckCase(c, rng, index % 3 == 0);
@@ -223,12 +230,20 @@ TEST(Int8Conv, LargerShapesCrossTheBlocking) {
       {1, 1, 16, 1, 12, 12, 3, 3, 1, 1},    // one input channel, 16 outputs: depthwise x16
       {1, 8, 8, 8, 150, 150, 3, 3, 1, 1},   // depthwise, rows > 64 wide, several row bands
       {1, 8, 8, 8, 150, 150, 3, 3, 2, 1},   // the same at stride 2
+      // NHWC indirect path (int8 w, zero point 0): a 48-wide panel with a
+      // 12-channel tail vector, C not a multiple of 4, batch 2, 357 pixels
+      // (64-pixel items and a partial micro-tile); two 32-wide panels, stride
+      // 2; an 8-wide (ymm) panel, 5x5 with a large pad (padding-only taps).
+      {2, 21, 44, 1, 17, 21, 3, 3, 1, 1},
+      {1, 13, 50, 1, 23, 19, 3, 3, 2, 1},
+      {1, 6, 3, 1, 9, 11, 5, 5, 1, 4},
   };
   for (const Shape& s : shapes) {
     // 0: u8 x, s8 w, random zero points; 1: s8 x, u8 w, per-channel zero points
     // at the type maximum; 2, 3: u8 / s8 x, s8 w with zero point 0 (per tensor /
-    // per channel).
-    for (int variant = 0; variant < 4; ++variant) {
+    // per channel); 4, 5: u8 / s8 x with zero points at the type minimum /
+    // maximum, s8 w with zero point 0.
+    for (int variant = 0; variant < 6; ++variant) {
       Case c;
       c.g.batch = s.n;
       c.g.in_channels = s.c;
@@ -241,10 +256,10 @@ TEST(Int8Conv, LargerShapesCrossTheBlocking) {
       c.g.stride_h = c.g.stride_w = s.stride;
       c.g.pad_top = c.g.pad_left = c.pad_bottom = c.pad_right = s.pad;
       if (s.h == 1) c.g.pad_top = c.pad_bottom = 0;
-      c.x_signed = variant == 1 || variant == 3;
+      c.x_signed = variant == 1 || variant == 3 || variant == 5;
       c.w_signed = variant != 1;
       c.w_zero_per_channel = variant == 1 || variant == 3;
-      c.zero_mode = std::array{0, 2, 3, 3}[variant];
+      c.zero_mode = std::array{0, 2, 3, 3, 4, 5}[variant];
       ASSERT_TRUE(Resolve(c)) << c.Describe();
       EXPECT_EQ(CheckCase(c, rng, true), 0);
     }

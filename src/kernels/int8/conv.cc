@@ -44,6 +44,11 @@ constexpr int64_t kMinItems = 4;
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// NHWC indirect path: pixels per work item (whole micro-tiles) and per
+// transpose chunk of x.
+constexpr int64_t kIndirectBlockPixels = 8 * conv::kIndirectPixels;
+constexpr int64_t kNhwcChunkPixels = 1024;
+
 // Per-thread buffers reused across runs.
 struct Scratch {
   std::vector<uint8_t> packed_b;
@@ -54,6 +59,20 @@ struct Scratch {
 };
 Scratch& ThreadScratch() {
   thread_local Scratch scratch;
+  return scratch;
+}
+
+// The calling thread's per-run buffers of the indirect path, shared by the
+// pool's threads during the run: the padded NHWC image of x, the runs' offsets
+// and the per-channel constants.
+struct IndirectRunScratch {
+  std::vector<uint8_t> nhwc;
+  std::vector<int64_t> run_offsets;
+  std::vector<int32_t> bias;
+  std::vector<float> multipliers;
+};
+IndirectRunScratch& ThreadIndirectRunScratch() {
+  thread_local IndirectRunScratch scratch;
   return scratch;
 }
 
@@ -133,6 +152,12 @@ Int8Conv::Int8Conv(const ConvGeometry& shape, const Int8ConvOperand& w, Isa isa)
   bool zero_w_zero = w.is_signed;
   for (int64_t o = 0; o < shape.out_channels && zero_w_zero; ++o) zero_w_zero = w_zero(o) == 0;
   unsigned_b_ = isa == Isa::kAvx512Vnni && zero_w_zero;
+  indirect_ = unsigned_b_ && shape.group == 1 && taps > 1;
+  if (indirect_) {
+    indirect_w_ = conv::PackIndirectWeights(reinterpret_cast<const int8_t*>(bytes),
+                                            shape.out_channels, shape.in_channels, taps);
+    return;
+  }
   TileShape s = gemm::TileShapeFor(isa);
   if (unsigned_b_) s.a_unsigned = false;
   packed_w_.resize(shape.out_channels * k_groups_ * kGroup);
@@ -194,6 +219,8 @@ void Int8Conv::Run(const ConvGeometry& g, const Int8ConvOperand& x, const Output
               "int8 convolution: x data is null");
   if (depthwise_) {
     RunDepthwise(g, x, out, pool);
+  } else if (indirect_) {
+    RunIndirect(g, x, out, pool);
   } else {
     RunGemm(g, x, out, pool);
   }
@@ -330,6 +357,141 @@ void Int8Conv::RunGemm(const ConvGeometry& g, const Int8ConvOperand& x, const Ou
       }
     }
   });
+}
+
+void Int8Conv::RunIndirect(const ConvGeometry& g, const Int8ConvOperand& x, const Output& out,
+                           ThreadPool* pool) const {
+#if defined(__x86_64__) || defined(_M_X64)
+  const conv::IndirectWeights& iw = indirect_w_;
+  const int64_t cp = iw.cp, width = iw.panel_width;
+  const int64_t in_pixels = g.in_h * g.in_w, pixels = g.out_h * g.out_w;
+  // The padded image: pad_top rows and pad_left columns of zb before x, and
+  // after it as many as the last output pixel's taps reach.
+  const int64_t padded_h = std::max(
+      g.pad_top + g.in_h, (g.out_h - 1) * g.stride_h + (g.kernel_h - 1) * g.dilation_h + 1);
+  const int64_t padded_w = std::max(
+      g.pad_left + g.in_w, (g.out_w - 1) * g.stride_w + (g.kernel_w - 1) * g.dilation_w + 1);
+  const int64_t row_bytes = padded_w * cp, image_bytes = padded_h * row_bytes;
+  // The uint8 domain: int8 x stored as x + 128; zb is the zero point in it.
+  const uint8_t flip = x.is_signed ? 0x80 : 0;
+  const uint8_t zb = static_cast<uint8_t>((x.zero ? x.zero[0] : 0) + (x.is_signed ? 128 : 0));
+  IndirectRunScratch& run = ThreadIndirectRunScratch();
+  run.nhwc.resize(g.batch * image_bytes);
+  const auto* x_bytes = static_cast<const uint8_t*>(x.data);
+  const int64_t right_pad = padded_w - g.pad_left - g.in_w;
+  const bool contiguous = g.pad_left == 0 && right_pad == 0;  // x's rows are one run
+  const int64_t chunk_rows = std::max<int64_t>(1, kNhwcChunkPixels / std::max<int64_t>(1, g.in_w));
+  const int64_t chunks = in_pixels > 0 ? CeilDiv(g.in_h, chunk_rows) : 0;
+  if (in_pixels == 0) std::fill(run.nhwc.begin(), run.nhwc.end(), zb);  // all padding
+  ParallelFor(pool, g.batch * chunks, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t n = t / chunks, y0 = t % chunks * chunk_rows;
+      const int64_t y1 = std::min(g.in_h, y0 + chunk_rows);
+      uint8_t* const image = run.nhwc.data() + n * image_bytes;
+      const uint8_t* const x_item = x_bytes + n * g.in_channels * in_pixels;
+      if (y0 == 0) std::fill_n(image, g.pad_top * row_bytes, zb);
+      if (y1 == g.in_h) {
+        std::fill(image + (g.pad_top + g.in_h) * row_bytes, image + image_bytes, zb);
+      }
+      uint8_t* const first = image + (g.pad_top + y0) * row_bytes + g.pad_left * cp;
+      if (contiguous) {
+        conv::ToNhwcAvx512Vnni(x_item + y0 * g.in_w, g.in_channels, in_pixels, (y1 - y0) * g.in_w,
+                               flip, cp, first);
+        continue;
+      }
+      for (int64_t iy = y0; iy < y1; ++iy) {
+        uint8_t* const row = first + (iy - y0) * row_bytes;
+        std::fill_n(row - g.pad_left * cp, g.pad_left * cp, zb);
+        std::fill_n(row + g.in_w * cp, right_pad * cp, zb);
+        conv::ToNhwcAvx512Vnni(x_item + iy * g.in_w, g.in_channels, in_pixels, g.in_w, flip, cp,
+                               row);
+      }
+    }
+  });
+
+  // The runs of contiguous input bytes of one output pixel: one per kernel
+  // row (its kernel_w taps are adjacent) when dilation_w is 1, else one per tap.
+  std::vector<int64_t>& run_offsets = run.run_offsets;
+  run_offsets.clear();
+  for (int64_t ky = 0; ky < g.kernel_h; ++ky) {
+    for (int64_t kx = 0; kx < (g.dilation_w == 1 ? 1 : g.kernel_w); ++kx)
+      run_offsets.push_back(ky * g.dilation_h * row_bytes + kx * g.dilation_w * cp);
+  }
+  // Per output channel: bias - zb * colsum(w) (int32 wrap-around, as
+  // everywhere) and the multiplier; 0 for the panels' padding channels and
+  // the 8 more a last half vector reads.
+  run.bias.assign(iw.panels * width + 8, 0);
+  run.multipliers.assign(iw.panels * width + 8, 0.0f);
+  for (int64_t o = 0; o < g.out_channels; ++o) {
+    const uint32_t bias = out.row_bias ? static_cast<uint32_t>(out.row_bias[o]) : 0u;
+    run.bias[o] = static_cast<int32_t>(bias - static_cast<uint32_t>(zb) *
+                                                  static_cast<uint32_t>(iw.col_sum[o]));
+    if (out.rq != nullptr) run.multipliers[o] = out.rq->multipliers[out.rq->per_channel ? o : 0];
+  }
+  conv::IndirectTile proto;
+  proto.run_offsets = run_offsets.data();
+  proto.runs = static_cast<int64_t>(run_offsets.size());
+  proto.run_groups = (g.dilation_w == 1 ? g.kernel_w : 1) * cp / 4;
+  proto.ld = pixels;
+  if (out.rq != nullptr) {
+    RequantizeParams params;
+    params.zero_point = out.rq->zero_point;
+    params.output_type = out.rq->output_type;
+    params.y_min = out.rq->y_min;
+    params.y_max = out.rq->y_max;
+    const auto [y_lo, y_hi] = RequantizeOutputRange(params);
+    proto.lo = static_cast<float>(y_lo - params.zero_point);
+    proto.hi = static_cast<float>(y_hi - params.zero_point);
+    proto.zero_point = params.zero_point;
+    proto.signed_output = params.output_type == DType::kInt8;
+  }
+
+  // Work items: (batch item, block of output pixels, range of panels); the
+  // panels are split only when there are few blocks and several threads.
+  const int64_t blocks = CeilDiv(pixels, kIndirectBlockPixels);
+  const int64_t outer_items = g.batch * blocks;
+  int64_t panel_parts = 1;
+  if (outer_items < kMinItems && pool != nullptr && pool->num_threads() > 1)
+    panel_parts = std::min(iw.panels, CeilDiv(kMinItems, outer_items));
+  const int64_t panels_per_part = CeilDiv(iw.panels, panel_parts);
+  const size_t elem_size = out.rq != nullptr ? 1 : sizeof(int32_t);
+  auto* const y_bytes = out.rq != nullptr ? out.q : reinterpret_cast<uint8_t*>(out.s32);
+  ParallelFor(pool, outer_items * panel_parts, [&](int64_t t0, int64_t t1) {
+    const uint8_t* tile_pixels[conv::kIndirectPixels];
+    conv::IndirectTile tile = proto;
+    tile.pixels = tile_pixels;
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t part = t % panel_parts, item = t / panel_parts;
+      const int64_t n = item / blocks, b = item % blocks;
+      const int64_t q0 = part * panels_per_part, q1 = std::min(iw.panels, q0 + panels_per_part);
+      const uint8_t* const image = run.nhwc.data() + n * image_bytes;
+      const int64_t block_end = std::min(pixels, (b + 1) * kIndirectBlockPixels);
+      int64_t oy = b * kIndirectBlockPixels / g.out_w, ox = b * kIndirectBlockPixels % g.out_w;
+      for (int64_t p = b * kIndirectBlockPixels; p < block_end; p += conv::kIndirectPixels) {
+        // The pixels' base positions (pixels past the end repeat the last
+        // one; their results are not stored).
+        tile.count = std::min(conv::kIndirectPixels, pixels - p);
+        for (int64_t r = 0; r < conv::kIndirectPixels; ++r) {
+          tile_pixels[r] = image + (oy * g.stride_h * padded_w + ox * g.stride_w) * cp;
+          if (r + 1 < tile.count && ++ox == g.out_w) ox = 0, ++oy;
+        }
+        if (tile.count == conv::kIndirectPixels && ++ox == g.out_w) ox = 0, ++oy;
+        for (int64_t q = q0; q < q1; ++q) {
+          const int64_t o = q * width;
+          tile.w = iw.packed.data() + q * g.kernel_h * g.kernel_w * cp * width;
+          tile.bias = run.bias.data() + o;
+          tile.multipliers = out.rq != nullptr ? run.multipliers.data() + o : nullptr;
+          tile.y = y_bytes + ((n * g.out_channels + o) * pixels + p) * elem_size;
+          tile.channels = std::min(width, g.out_channels - o);
+          conv::IndirectTileAvx512Vnni(width, tile);
+        }
+      }
+    }
+  });
+#else
+  (void)g, (void)x, (void)out, (void)pool;
+  Fail("int8 convolution: the NHWC indirect path needs x86-64");
+#endif
 }
 
 void Int8Conv::RunDepthwise(const ConvGeometry& g, const Int8ConvOperand& x, const Output& out,

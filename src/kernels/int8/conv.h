@@ -9,7 +9,8 @@
 // the micro-kernel's B layout, one block of output pixels at a time (no column
 // buffer), and applies the requantization epilogue (requantize.h) to each
 // block while it is in cache. Depthwise convolutions (one input channel per
-// group) take a direct kernel instead.
+// group) take a direct kernel instead, and dense kernels larger than 1x1 with
+// symmetric int8 weights on AVX-512 VNNI the NHWC indirect one (conv_indirect.h).
 #pragma once
 
 #include <cstdint>
@@ -17,6 +18,7 @@
 
 #include "core/dtype.h"
 #include "core/tensor.h"
+#include "kernels/int8/conv_indirect.h"
 #include "kernels/int8/conv_reference.h"  // ConvGeometry, Int8ConvOperand
 #include "kernels/isa.h"
 
@@ -70,6 +72,8 @@ class Int8Conv {
                ThreadPool* pool) const;
   void RunDepthwise(const ConvGeometry& g, const Int8ConvOperand& x, const Output& out,
                     ThreadPool* pool) const;
+  void RunIndirect(const ConvGeometry& g, const Int8ConvOperand& x, const Output& out,
+                   ThreadPool* pool) const;
 
   ConvGeometry shape_;
   Isa isa_;
@@ -80,6 +84,10 @@ class Int8Conv {
   // needs no column sums: the second term is a per-channel constant, added
   // with the bias.
   bool unsigned_b_ = false;
+  // The NHWC indirect path (AVX-512 VNNI, group 1, kernel larger than 1x1,
+  // int8 weights with zero points 0): its weights instead of packed_w_.
+  bool indirect_ = false;
+  conv::IndirectWeights indirect_w_;
   int64_t k_ = 0;         // in_channels / group * kernel_h * kernel_w
   int64_t k_groups_ = 0;  // k_ rounded up to groups of 4
   // GEMM path: per group, the packed weight panels (gemm_pack.h's A layout)

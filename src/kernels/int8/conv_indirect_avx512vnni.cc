@@ -1,0 +1,270 @@
+// The NHWC indirect convolution's AVX-512 VNNI parts (conv_indirect.h): the
+// micro-tile (8 pixels x 8-48 channels in zmm / ymm accumulators, one vpdpbusd
+// per pixel, vector and channel group), its requantizing epilogue and the NCHW ->
+// NHWC transpose of x. The requantization is requantize.h's, op for op:
+// float(sum + bias) * multiplier, max lo (NaN -> lo), min hi, cvtps2dq (round
+// half to even under the default MXCSR), + zero point; no fused multiply-add.
+// GCC 12.2 warns falsely about the _mm512_undefined_* pass-through operand of
+// some intrinsics (GCC bug 105593, fixed in 12.3).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/int8/conv_indirect.h"
+
+namespace octet::conv {
+
+namespace {
+
+constexpr int kPixels = static_cast<int>(kIndirectPixels);
+
+// 4 zmm of 16 requantized int32 values (in the output type's range) as 64
+// bytes in order a, b, c, d (the saturating packs are exact in range; the
+// dword permute undoes their per-lane interleave).
+__m512i NarrowToBytes(__m512i a, __m512i b, __m512i c, __m512i d, bool is_signed) {
+  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  const __m512i ab = _mm512_packs_epi32(a, b), cd = _mm512_packs_epi32(c, d);
+  const __m512i bytes = is_signed ? _mm512_packs_epi16(ab, cd) : _mm512_packus_epi16(ab, cd);
+  return _mm512_permutexvar_epi32(order, bytes);
+}
+
+// Requantized bytes of 8 pixels x 16 channels (q[r]: pixel r) transposed to
+// 8 bytes per channel and stored to y + c * ld for channels c < channels,
+// the first count bytes of each.
+[[gnu::always_inline]] inline void StoreBytes(const __m512i q[kPixels], bool is_signed, uint8_t* y,
+                                              int64_t ld, int64_t channels, int64_t count) {
+  // z0 lanes: pixels 0, 2, 4, 6; z1: 1, 3, 5, 7. Each step interleaves
+  // within 128-bit lanes and regroups lanes so the next step pairs the right
+  // ones; i (channels 0,1 | 8,9 | 4,5 | 12,13) and j (2,3 | 10,11 | 6,7 |
+  // 14,15) end with one channel's 8 pixels per qword.
+  const __m512i z0 = NarrowToBytes(q[0], q[2], q[4], q[6], is_signed);
+  const __m512i z1 = NarrowToBytes(q[1], q[3], q[5], q[7], is_signed);
+  const __m512i a = _mm512_unpacklo_epi8(z0, z1), b = _mm512_unpackhi_epi8(z0, z1);
+  const __m512i c = _mm512_shuffle_i32x4(a, b, 0x88), d = _mm512_shuffle_i32x4(a, b, 0xDD);
+  const __m512i e = _mm512_unpacklo_epi16(c, d), f = _mm512_unpackhi_epi16(c, d);
+  const __m512i g = _mm512_shuffle_i32x4(e, f, 0x88), h = _mm512_shuffle_i32x4(e, f, 0xDD);
+  const __m512i i = _mm512_unpacklo_epi32(g, h), j = _mm512_unpackhi_epi32(g, h);
+  if (count == kPixels) {
+    const __m128i lanes[8] = {_mm512_castsi512_si128(i),       _mm512_castsi512_si128(j),
+                              _mm512_extracti32x4_epi32(i, 2), _mm512_extracti32x4_epi32(j, 2),
+                              _mm512_extracti32x4_epi32(i, 1), _mm512_extracti32x4_epi32(j, 1),
+                              _mm512_extracti32x4_epi32(i, 3), _mm512_extracti32x4_epi32(j, 3)};
+    for (int k = 0; k < 8 && 2 * k < channels; ++k) {  // lanes[k] holds channels 2k and 2k + 1
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(y + 2 * k * ld), lanes[k]);
+      if (2 * k + 1 < channels)
+        _mm_storeh_pd(reinterpret_cast<double*>(y + (2 * k + 1) * ld), _mm_castsi128_pd(lanes[k]));
+    }
+    return;
+  }
+  alignas(64) uint8_t buffer[2][64];
+  _mm512_store_si512(buffer[0], i);
+  _mm512_store_si512(buffer[1], j);
+  for (int64_t ch = 0; ch < channels; ++ch) {
+    // channel ch = 8a + 4b + 2s + e is in register s, lane a + 2b, qword e
+    const int64_t s = (ch >> 1) & 1, lane = (ch >> 3) + 2 * ((ch >> 2) & 1), e = ch & 1;
+    std::memcpy(y + ch * ld, &buffer[s][lane * 16 + e * 8], count);
+  }
+}
+
+// kVectors zmm of 16 channels and kHalf ymm of 8.
+template <int kVectors, int kHalf>
+void Tile(const IndirectTile& t) {
+  constexpr int kWidth = 16 * kVectors + 8 * kHalf;
+  __m512i acc[kPixels][kVectors + 1];  // the last one unused without kHalf
+  __m256i acc_half[kPixels];
+  for (int r = 0; r < kPixels; ++r) {
+    for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm512_setzero_si512();
+    acc_half[r] = _mm256_setzero_si256();
+  }
+  const uint8_t* w = t.w;
+  const int64_t run_bytes = 4 * t.run_groups;
+  for (int64_t run = 0; run < t.runs; ++run) {
+    const uint8_t* row[kPixels];
+    for (int r = 0; r < kPixels; ++r) row[r] = t.pixels[r] + t.run_offsets[run];
+    for (int64_t off = 0; off < run_bytes; off += 4, w += kWidth * 4) {
+      __m512i wv[kVectors + 1];
+      for (int v = 0; v < kVectors; ++v) wv[v] = _mm512_loadu_si512(w + v * 64);
+      const __m256i w_half =
+          kHalf ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + kVectors * 64))
+                : _mm256_setzero_si256();
+      for (int r = 0; r < kPixels; ++r) {
+        int32_t bytes;
+        std::memcpy(&bytes, row[r] + off, 4);
+        const __m512i xb = _mm512_set1_epi32(bytes);
+        for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm512_dpbusd_epi32(acc[r][v], xb, wv[v]);
+        if (kHalf)
+          acc_half[r] = _mm256_dpbusd_epi32(acc_half[r], _mm512_castsi512_si256(xb), w_half);
+      }
+    }
+  }
+  if (kHalf) {
+    for (int r = 0; r < kPixels; ++r) acc[r][kVectors] = _mm512_zextsi256_si512(acc_half[r]);
+  }
+  for (int v = 0; v < kVectors + kHalf; ++v) {
+    const int64_t channels = t.channels - v * 16;
+    if (channels <= 0) break;
+    const __m512i bias = _mm512_loadu_si512(t.bias + v * 16);
+    if (t.multipliers == nullptr) {  // int32 output
+      alignas(64) int32_t sums[kPixels][16];
+      for (int r = 0; r < kPixels; ++r) {
+        _mm512_store_si512(sums[r], _mm512_add_epi32(acc[r][v], bias));
+      }
+      auto* y = static_cast<int32_t*>(t.y) + v * 16 * t.ld;
+      for (int64_t ch = 0; ch < std::min<int64_t>(channels, 16); ++ch)
+        for (int64_t r = 0; r < t.count; ++r) y[ch * t.ld + r] = sums[r][ch];
+      continue;
+    }
+    const __m512 multiplier = _mm512_loadu_ps(t.multipliers + v * 16);
+    const __m512 lo = _mm512_set1_ps(t.lo), hi = _mm512_set1_ps(t.hi);
+    const __m512i zero_point = _mm512_set1_epi32(t.zero_point);
+    __m512i q[kPixels];
+    for (int r = 0; r < kPixels; ++r) {
+      __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(acc[r][v], bias)), multiplier);
+      f = _mm512_min_ps(_mm512_max_ps(f, lo), hi);  // NaN -> lo, as requantize.h
+      q[r] = _mm512_add_epi32(_mm512_cvtps_epi32(f), zero_point);
+    }
+    StoreBytes(q, t.signed_output, static_cast<uint8_t*>(t.y) + v * 16 * t.ld, t.ld,
+               std::min<int64_t>(channels, 16), t.count);
+  }
+}
+
+}  // namespace
+
+void IndirectTileAvx512Vnni(int64_t panel_width, const IndirectTile& t) {
+  switch (panel_width) {
+    case 8:
+      return Tile<0, 1>(t);
+    case 16:
+      return Tile<1, 0>(t);
+    case 24:
+      return Tile<1, 1>(t);
+    case 32:
+      return Tile<2, 0>(t);
+    case 40:
+      return Tile<2, 1>(t);
+    default:
+      return Tile<3, 0>(t);
+  }
+}
+
+void ToNhwcAvx512Vnni(const uint8_t* x, int64_t channels, int64_t channel_stride, int64_t count,
+                      uint8_t flip, int64_t cp, uint8_t* nhwc) {
+  const int64_t groups = cp / 4;
+  const __m128i flip_bytes = _mm_set1_epi8(static_cast<char>(flip));
+  // 16 pixels at a time, 16 channel groups (64 channels) at a time: m[j]
+  // holds group g0 + j's 4 bytes of each pixel, then a 16 x 16 dword
+  // transpose gives each pixel's 64 bytes.
+  for (int64_t p = 0; p < count; p += 16) {
+    const int64_t n = std::min<int64_t>(16, count - p);
+    const __mmask16 pixel_mask = static_cast<__mmask16>((1u << n) - 1);
+    for (int64_t g0 = 0; g0 < groups; g0 += 16) {
+      const int64_t group_count = std::min<int64_t>(16, groups - g0);
+      __m512i m[16];
+      const int64_t vectors = group_count <= 4 ? 4 : (group_count <= 8 ? 8 : 16);
+      for (int64_t j = 0; j < vectors; ++j) {
+        if (j >= group_count) {
+          m[j] = _mm512_setzero_si512();
+          continue;
+        }
+        __m128i c[4];
+        for (int64_t i = 0; i < 4; ++i) {
+          const int64_t ch = 4 * (g0 + j) + i;
+          c[i] = ch < channels
+                     ? _mm_xor_si128(_mm_maskz_loadu_epi8(pixel_mask, x + ch * channel_stride + p),
+                                     flip_bytes)
+                     : _mm_setzero_si128();
+        }
+        const __m128i lo01 = _mm_unpacklo_epi8(c[0], c[1]), hi01 = _mm_unpackhi_epi8(c[0], c[1]);
+        const __m128i lo23 = _mm_unpacklo_epi8(c[2], c[3]), hi23 = _mm_unpackhi_epi8(c[2], c[3]);
+        const __m256i first =
+            _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi16(lo01, lo23)),
+                                    _mm_unpackhi_epi16(lo01, lo23), 1);
+        const __m256i second =
+            _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi16(hi01, hi23)),
+                                    _mm_unpackhi_epi16(hi01, hi23), 1);
+        m[j] = _mm512_inserti64x4(_mm512_castsi256_si512(first), second, 1);
+      }
+      if (group_count <= 4) {  // a 4 x 16 transpose: each 128-bit lane one pixel's groups
+        const __m512i t0 = _mm512_unpacklo_epi32(m[0], m[1]),
+                      t1 = _mm512_unpackhi_epi32(m[0], m[1]);
+        const __m512i t2 = _mm512_unpacklo_epi32(m[2], m[3]),
+                      t3 = _mm512_unpackhi_epi32(m[2], m[3]);
+        const __m512i u[4] = {_mm512_unpacklo_epi64(t0, t2), _mm512_unpackhi_epi64(t0, t2),
+                              _mm512_unpacklo_epi64(t1, t3), _mm512_unpackhi_epi64(t1, t3)};
+        const __mmask8 group_mask = static_cast<__mmask8>((1u << group_count) - 1);
+        for (int k = 0; k < 4; ++k) {
+          const __m128i lanes[4] = {
+              _mm512_castsi512_si128(u[k]), _mm512_extracti32x4_epi32(u[k], 1),
+              _mm512_extracti32x4_epi32(u[k], 2), _mm512_extracti32x4_epi32(u[k], 3)};
+          for (int l = 0; l < 4; ++l) {  // pixel 4l + k
+            if (4 * l + k < n)
+              _mm_mask_storeu_epi32(nhwc + (p + 4 * l + k) * cp + 4 * g0, group_mask, lanes[l]);
+          }
+        }
+        continue;
+      }
+      if (group_count <= 8) {  // an 8 x 16 transpose: a pixel's groups in two 128-bit lanes
+        __m512i t[8], u[8];
+        for (int k = 0; k < 8; k += 2) {
+          t[k] = _mm512_unpacklo_epi32(m[k], m[k + 1]);
+          t[k + 1] = _mm512_unpackhi_epi32(m[k], m[k + 1]);
+        }
+        for (int k = 0; k < 8; k += 4) {
+          u[k] = _mm512_unpacklo_epi64(t[k], t[k + 2]);
+          u[k + 1] = _mm512_unpackhi_epi64(t[k], t[k + 2]);
+          u[k + 2] = _mm512_unpacklo_epi64(t[k + 1], t[k + 3]);
+          u[k + 3] = _mm512_unpackhi_epi64(t[k + 1], t[k + 3]);
+        }
+        // u[4q + k], lane l: groups 4q..4q+3 of pixel 4l + k; lo / hi: lanes 0, 2 / 1, 3.
+        const __mmask8 group_mask = static_cast<__mmask8>((1u << group_count) - 1);
+        for (int k = 0; k < 4; ++k) {
+          const __m512i lo = _mm512_shuffle_i32x4(u[k], u[4 + k], 0x88);  // l = 0, 2
+          const __m512i hi = _mm512_shuffle_i32x4(u[k], u[4 + k], 0xDD);  // l = 1, 3
+          const __m512i order = _mm512_setr_epi64(0, 1, 4, 5, 2, 3, 6, 7);
+          const __m512i pixels[2] = {_mm512_permutexvar_epi64(order, lo),
+                                     _mm512_permutexvar_epi64(order, hi)};
+          for (int l = 0; l < 4; ++l) {  // pixel 4l + k: 256-bit half l / 2 of pixels[l % 2]
+            if (4 * l + k >= n) continue;
+            const __m256i groups8 = l < 2 ? _mm512_castsi512_si256(pixels[l % 2])
+                                          : _mm512_extracti64x4_epi64(pixels[l % 2], 1);
+            _mm256_mask_storeu_epi32(nhwc + (p + 4 * l + k) * cp + 4 * g0, group_mask, groups8);
+          }
+        }
+        continue;
+      }
+      __m512i t[16], u[16];
+      for (int k = 0; k < 16; k += 2) {
+        t[k] = _mm512_unpacklo_epi32(m[k], m[k + 1]);
+        t[k + 1] = _mm512_unpackhi_epi32(m[k], m[k + 1]);
+      }
+      for (int k = 0; k < 16; k += 4) {
+        u[k] = _mm512_unpacklo_epi64(t[k], t[k + 2]);
+        u[k + 1] = _mm512_unpackhi_epi64(t[k], t[k + 2]);
+        u[k + 2] = _mm512_unpacklo_epi64(t[k + 1], t[k + 3]);
+        u[k + 3] = _mm512_unpackhi_epi64(t[k + 1], t[k + 3]);
+      }
+      // u[4q + k], lane l: rows 4q..4q+3 of column 4l + k.
+      const __mmask16 group_mask = static_cast<__mmask16>((1u << group_count) - 1);
+      for (int k = 0; k < 4; ++k) {
+        const __m512i v0 = _mm512_shuffle_i32x4(u[k], u[4 + k], 0x88);
+        const __m512i v1 = _mm512_shuffle_i32x4(u[k], u[4 + k], 0xDD);
+        const __m512i w0 = _mm512_shuffle_i32x4(u[8 + k], u[12 + k], 0x88);
+        const __m512i w1 = _mm512_shuffle_i32x4(u[8 + k], u[12 + k], 0xDD);
+        const __m512i columns[4] = {
+            _mm512_shuffle_i32x4(v0, w0, 0x88), _mm512_shuffle_i32x4(v1, w1, 0x88),
+            _mm512_shuffle_i32x4(v0, w0, 0xDD), _mm512_shuffle_i32x4(v1, w1, 0xDD)};
+        for (int l = 0; l < 4; ++l) {  // pixel 4l + k
+          if (4 * l + k < n) {
+            _mm512_mask_storeu_epi32(nhwc + (p + 4 * l + k) * cp + 4 * g0, group_mask, columns[l]);
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace octet::conv
