@@ -96,8 +96,8 @@ class PySession {
       auto [name, code, array] = item.cast<std::tuple<std::string, int, py::array>>();
       Shape shape(array.shape(), array.shape() + array.ndim());
       // A fresh tensor, not a view of numpy memory: kernels rely on octet's
-      // alignment and padding.
-      Tensor t(static_cast<DType>(code), shape);
+      // alignment and padding. Not zero-filled first: the copy writes every byte.
+      Tensor t = Tensor::Uninitialized(static_cast<DType>(code), shape);
       OCTET_CHECK(static_cast<size_t>(array.nbytes()) == t.nbytes(), "internal: input '", name,
                   "' has ", array.nbytes(), " bytes, expected ", t.nbytes());
       if (t.nbytes()) std::memcpy(t.raw(), array.data(), t.nbytes());

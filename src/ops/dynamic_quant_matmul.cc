@@ -55,14 +55,15 @@ class IntegerToFloatMatMul {
     const Isa isa = ActiveIsa();
     MatMulZeroPoints a_zero_points;
     a_zero_points.values = a_zero;
-    RunIntMatMul(shape, a, a_zero_points, packed, b_zero, ctx.pool(), nullptr,
-                 [&](int64_t entry, int64_t row0, int64_t rows, const int32_t* acc) {
-                   FloatOutputParams p = params;
-                   p.scale =
-                       multipliers.data() + b_scale_layout.MatrixOffset(shape.b_matrix[entry]);
-                   ScaleS32ToFloat(acc, shape.n, rows, shape.n, p,
-                                   y_data + (entry * shape.m + row0) * shape.n, shape.n, isa);
-                 });
+    RunIntMatMul(
+        shape, a, a_zero_points, packed, b_zero, ctx.pool(), nullptr,
+        [&](int64_t entry, int64_t row0, int64_t rows, int64_t col0, int64_t cols,
+            const int32_t* acc, int64_t ld_acc) {
+          FloatOutputParams p = params;
+          p.scale = multipliers.data() + b_scale_layout.MatrixOffset(shape.b_matrix[entry]);
+          ScaleS32ToFloat(acc, ld_acc, rows, cols, ColumnsFrom(p, col0),
+                          y_data + (entry * shape.m + row0) * shape.n + col0, shape.n, isa);
+        });
   }
 
  private:

@@ -4,15 +4,17 @@
 // Everything that depends only on constants happens once, at kernel creation:
 // W is transposed if needed and packed for the int8 GEMM (with its column sums,
 // the zero-point correction), the float multipliers are formed in ONNX
-// Runtime's order. Per run: the exact int32 product in blocks of rows, then the
-// shared requantization epilogue (or the int32 -> float scale of
-// MatMulIntegerToFloat). No float copy of x, W or the product ever exists.
+// Runtime's order. Per run: the exact int32 product, each block of it handed from
+// the GEMM's cache-resident buffer to the shared requantization epilogue (or
+// the int32 -> float scale of MatMulIntegerToFloat). No float copy of x, W or the product ever
+// exists.
 #include <algorithm>
 #include <memory>
 #include <vector>
 
 #include "kernels/int8/gemm.h"
 #include "kernels/int8/requantize.h"
+#include "ops/int_matmul_shape.h"
 #include "ops/int_params.h"
 #include "ops/registry.h"
 #include "rewrite/qdq_matmul.h"
@@ -20,9 +22,6 @@
 namespace octet {
 
 namespace {
-
-// Rows per product block: bounds the int32 scratch to kRowBlock x N.
-constexpr int64_t kRowBlock = 128;
 
 const Tensor* ConstantInput(const KernelInit& init, size_t i, const char* name, bool required) {
   const Tensor* t = i < init.constant_inputs.size() ? init.constant_inputs[i] : nullptr;
@@ -144,57 +143,63 @@ class FusedQdqMatMulKernel : public OpKernel {
     if (M == 0 || n_ == 0) return;
     const auto* x_bytes = static_cast<const uint8_t*>(x.raw());
     const size_t mult_row = mult_per_column_ ? static_cast<size_t>(n_) : 1;
-    std::vector<int32_t> acc(static_cast<size_t>(std::min(M, kRowBlock) * n_));
-    std::vector<int32_t> row_zero(x_axis_ >= 0 && !x_zero_.empty() ? kRowBlock : 0);
+    const int64_t block_rows = ProductBlockRows(M, k_);
+    std::vector<int32_t> row_zero(x_axis_ >= 0 && !x_zero_.empty() ? block_rows : 0);
 
-    for (int64_t r0 = 0; r0 < M; r0 += kRowBlock) {
-      const int64_t rows = std::min(kRowBlock, M - r0);
+    RequantizeParams requant;
+    FloatOutputParams scale;
+    if (quantized_) {
+      requant.multiplier_per_column = mult_per_column_;
+      requant.bias = bias_.empty() ? nullptr : bias_.data();
+      requant.bias_per_column = bias_.size() > 1;
+      requant.zero_point = y_zero_;
+      requant.output_type = y_type_;
+      requant.y_min = static_cast<int32_t>(y_min_);  // an absorbed Relu / Clip
+      requant.y_max = static_cast<int32_t>(y_max_);
+    } else {
+      // MatMulIntegerToFloat / QGemm float output: float(acc + bias) * (x_scale * w_scale).
+      scale.scale_per_column = mult_per_column_;
+      scale.acc_bias = bias_.empty() ? nullptr : bias_.data();
+      scale.acc_bias_per_column = bias_.size() > 1;
+    }
+    const Isa isa = packed_.isa;
+
+    for (int64_t b0 = 0; b0 < M; b0 += block_rows) {
+      const int64_t rows = std::min(block_rows, M - b0);
       const int32_t* a_zero = x_zero_.empty() ? nullptr : x_zero_.data();
       if (!row_zero.empty()) {
-        for (int64_t r = 0; r < rows; ++r) row_zero[r] = x_zero_[scale_index(r0 + r)];
+        for (int64_t r = 0; r < rows; ++r) row_zero[r] = x_zero_[scale_index(b0 + r)];
         a_zero = row_zero.data();
       }
-      const Int8Operand a{x_bytes + r0 * k_, x_type_ == DType::kInt8, k_};
-      GemmS32(rows, a, a_zero, !row_zero.empty(), packed_,
-              w_zero_.empty() ? nullptr : w_zero_.data(), w_zero_.size() > 1, acc.data(), n_,
-              ctx.pool());
-
-      // Calls epilogue(multipliers, first row, row count) over the block: once
-      // for a per-tensor x scale, row by row for per-axis x scales.
-      auto for_multiplier_rows = [&](const auto& epilogue) {
-        if (x_axis_ < 0) {
-          epilogue(multipliers_.data(), 0, rows);
-          return;
-        }
-        for (int64_t r = 0; r < rows; ++r)
-          epilogue(multipliers_.data() + scale_index(r0 + r) * mult_row, r, 1);
-      };
-      if (quantized_) {
-        RequantizeParams p;
-        p.multiplier_per_column = mult_per_column_;
-        p.bias = bias_.empty() ? nullptr : bias_.data();
-        p.bias_per_column = bias_.size() > 1;
-        p.zero_point = y_zero_;
-        p.output_type = y_type_;
-        p.y_min = static_cast<int32_t>(y_min_);  // an absorbed Relu / Clip
-        p.y_max = static_cast<int32_t>(y_max_);
-        auto* out = static_cast<uint8_t*>(y.raw()) + r0 * n_;
-        for_multiplier_rows([&](const float* multipliers, int64_t r, int64_t count) {
+      // Rows [r0, r0 + count) of the block, columns from c0, with one multiplier row.
+      auto epilogue = [&](const float* multipliers, int64_t r0, int64_t count, int64_t c0,
+                          int64_t cols, const int32_t* acc, int64_t ld_acc) {
+        const int64_t offset = (b0 + r0) * n_ + c0;
+        if (quantized_) {
+          RequantizeParams p = requant;
           p.multiplier = multipliers;
-          RequantizeS32(acc.data() + r * n_, n_, count, n_, p, out + r * n_, n_);
-        });
-      } else {
-        // MatMulIntegerToFloat / QGemm float output: float(acc + bias) * (x_scale * w_scale).
-        FloatOutputParams p;
-        p.scale_per_column = mult_per_column_;
-        p.acc_bias = bias_.empty() ? nullptr : bias_.data();
-        p.acc_bias_per_column = bias_.size() > 1;
-        float* out = y.data<float>() + r0 * n_;
-        for_multiplier_rows([&](const float* multipliers, int64_t r, int64_t count) {
+          RequantizeS32(acc, ld_acc, count, cols, ColumnsFrom(p, c0),
+                        static_cast<uint8_t*>(y.raw()) + offset, n_, isa);
+        } else {
+          FloatOutputParams p = scale;
           p.scale = multipliers;
-          ScaleS32ToFloat(acc.data() + r * n_, n_, count, n_, p, out + r * n_, n_);
-        });
-      }
+          ScaleS32ToFloat(acc, ld_acc, count, cols, ColumnsFrom(p, c0), y.data<float>() + offset,
+                          n_, isa);
+        }
+      };
+      const Int8Operand a{x_bytes + b0 * k_, x_type_ == DType::kInt8, k_};
+      GemmS32Blocks(rows, a, a_zero, !row_zero.empty(), packed_,
+                    w_zero_.empty() ? nullptr : w_zero_.data(), w_zero_.size() > 1, ctx.pool(),
+                    [&](int64_t r0, int64_t count, int64_t c0, int64_t cols, const int32_t* acc,
+                        int64_t ld_acc) {
+                      if (x_axis_ < 0) {  // one x scale
+                        epilogue(multipliers_.data(), r0, count, c0, cols, acc, ld_acc);
+                        return;
+                      }
+                      for (int64_t r = r0; r < r0 + count; ++r)
+                        epilogue(multipliers_.data() + scale_index(b0 + r) * mult_row, r, 1, c0,
+                                 cols, acc + (r - r0) * ld_acc, ld_acc);
+                    });
     }
   }
 

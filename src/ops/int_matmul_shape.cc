@@ -91,20 +91,26 @@ namespace {
 
 // K rows per packed chunk: a multiple of the GEMM's k group, within its exact range.
 constexpr int64_t kKChunk = kGemmMaxK / 4 * 4;
-// Rows per product block, a multiple of kMinBlockRows: at most about 1 MiB of
-// int32 scratch (rows x N) when an epilogue follows, else (the int32 output is
-// written directly) about 4 MiB of packed A (rows x K). Fewer, larger blocks
-// mean fewer thread synchronizations per product.
-constexpr int64_t kScratchValues = 256 * 1024;
-constexpr int64_t kPackedABytes = 4 << 20;
+constexpr int64_t kPackedABytes = 4 << 20;  // ProductBlockRows
 constexpr int64_t kMinBlockRows = 128;
-// Below these sizes waking another thread costs more than it saves (a 1 x 1024
-// x 1024 GEMV is about 1M multiply-adds, ~10 us on one core), so the block runs
-// on the calling thread; the bytes are the same either way.
-constexpr int64_t kMinParallelMacs = int64_t{2} << 20;
+// With several K chunks the chunks' int32 products are summed in a scratch of
+// about 1 MiB (rows x N); its epilogue is split over rows from this many outputs.
+constexpr int64_t kScratchValues = 256 * 1024;
 constexpr int64_t kMinParallelOutputs = 32 * 1024;
+// Batches of products smaller than this (attention heads) are shared out whole
+// over the pool instead of splitting each one.
+constexpr int64_t kMinSplitMacs = int64_t{2} << 20;
+
+// All m rows, or the largest multiple of kMinBlockRows within `budget` (at least one).
+int64_t BlockRows(int64_t m, int64_t budget) {
+  return std::min(m, std::max(kMinBlockRows, budget / kMinBlockRows * kMinBlockRows));
+}
 
 }  // namespace
+
+int64_t ProductBlockRows(int64_t m, int64_t k) {
+  return BlockRows(m, kPackedABytes / std::max<int64_t>(k, 1));
+}
 
 PackedMatMulB PackMatMulB(const Tensor& b) {
   PackedMatMulB packed;
@@ -136,38 +142,54 @@ void RunIntMatMul(const MatMulShape& s, const Tensor& a, const MatMulZeroPoints&
   if (s.batch_count() == 0 || s.m == 0 || s.n == 0) return;
   const bool a_signed = a.dtype() == DType::kInt8;
   const auto* a_bytes = static_cast<const uint8_t*>(a.raw());
-  const int64_t block_budget =
-      out ? kPackedABytes / std::max<int64_t>(s.k, 1) : kScratchValues / s.n;
-  const int64_t block_rows =
-      std::min(s.m, std::max(kMinBlockRows, block_budget / kMinBlockRows * kMinBlockRows));
   const size_t chunks = b.matrices.empty() ? 0 : b.matrices[0].size();
+  // An epilogue after several K chunks reads their int32 sum from a scratch.
+  const int64_t block_rows = out == nullptr && chunks > 1 ? BlockRows(s.m, kScratchValues / s.n)
+                                                          : ProductBlockRows(s.m, s.k);
 
-  // One matrix of the batch; `gemm_pool` splits its product, `epilogue_pool` its epilogue.
-  auto run_entry = [&](int64_t entry, ThreadPool* gemm_pool, ThreadPool* epilogue_pool) {
-    // Per thread and kept between runs: the block's product and, with several K
-    // chunks, one chunk's product.
-    thread_local std::vector<int32_t> scratch, chunk_scratch;
-    if (out == nullptr) scratch.resize(static_cast<size_t>(block_rows * s.n));
-    if (chunks > 1) chunk_scratch.resize(static_cast<size_t>(block_rows * s.n));
+  // One matrix of the batch on `entry_pool` (null: the calling thread).
+  auto run_entry = [&](int64_t entry, ThreadPool* entry_pool) {
     const std::vector<PackedB>& b_chunks = b.matrices[s.b_matrix[entry]];
     const int64_t a_matrix = s.a_matrix[entry];
     const int32_t* b_zero_values =
         b_zero.values ? b_zero.values + b_zero.layout.MatrixOffset(s.b_matrix[entry]) : nullptr;
     for (int64_t row0 = 0; row0 < s.m; row0 += block_rows) {
       const int64_t rows = std::min(block_rows, s.m - row0);
-      int32_t* acc = out ? out + (entry * s.m + row0) * s.n : scratch.data();
       const int32_t* a_zero_values = a_zero.values
                                          ? a_zero.values + a_zero.layout.MatrixOffset(a_matrix) +
                                                (a_zero.layout.per_vector() ? row0 : 0)
                                          : nullptr;
+      auto a_block = [&](int64_t k0) {
+        return Int8Operand{a_bytes + (a_matrix * s.m + row0) * s.k + k0, a_signed, s.k};
+      };
+      if (out != nullptr && chunks == 1) {
+        GemmS32(rows, a_block(0), a_zero_values, a_zero.layout.per_vector(), b_chunks[0],
+                b_zero_values, b_zero.layout.per_vector(), out + (entry * s.m + row0) * s.n, s.n,
+                entry_pool);
+        continue;
+      }
+      if (chunks == 1) {
+        // The epilogue takes each block from the GEMM's cache-resident buffer.
+        GemmS32Blocks(rows, a_block(0), a_zero_values, a_zero.layout.per_vector(), b_chunks[0],
+                      b_zero_values, b_zero.layout.per_vector(), entry_pool,
+                      [&](int64_t r0, int64_t r, int64_t c0, int64_t c, const int32_t* acc,
+                          int64_t ld) { epilogue(entry, row0 + r0, r, c0, c, acc, ld); });
+        continue;
+      }
+      // Per thread and kept between runs: the block's product and one chunk's product.
+      thread_local std::vector<int32_t> scratch, chunk_scratch;
+      int32_t* acc = out ? out + (entry * s.m + row0) * s.n : nullptr;
+      if (out == nullptr) {
+        scratch.resize(static_cast<size_t>(rows * s.n));
+        acc = scratch.data();
+      }
+      chunk_scratch.resize(static_cast<size_t>(rows * s.n));
       int64_t k0 = 0;
       for (size_t chunk = 0; chunk < b_chunks.size(); ++chunk) {
         const PackedB& packed = b_chunks[chunk];
-        const Int8Operand a_block{a_bytes + (a_matrix * s.m + row0) * s.k + k0, a_signed, s.k};
         int32_t* target = chunk == 0 ? acc : chunk_scratch.data();
-        GemmS32(rows, a_block, a_zero_values, a_zero.layout.per_vector(), packed, b_zero_values,
-                b_zero.layout.per_vector(), target, s.n,
-                rows * packed.K * s.n >= kMinParallelMacs ? gemm_pool : nullptr);
+        GemmS32(rows, a_block(k0), a_zero_values, a_zero.layout.per_vector(), packed, b_zero_values,
+                b_zero.layout.per_vector(), target, s.n, entry_pool);
         if (chunk > 0) {
           // Wrapping int32 sum of the chunks, as ONNX Runtime's int32 accumulation.
           for (int64_t i = 0; i < rows * s.n; ++i)
@@ -177,20 +199,21 @@ void RunIntMatMul(const MatMulShape& s, const Tensor& a, const MatMulZeroPoints&
         k0 += packed.K;
       }
       if (out == nullptr) {
-        ParallelFor(
-            rows * s.n >= kMinParallelOutputs ? epilogue_pool : nullptr, rows,
-            [&](int64_t r0, int64_t r1) { epilogue(entry, row0 + r0, r1 - r0, acc + r0 * s.n); });
+        ParallelFor(rows * s.n >= kMinParallelOutputs ? entry_pool : nullptr, rows,
+                    [&](int64_t r0, int64_t r1) {
+                      epilogue(entry, row0 + r0, r1 - r0, 0, s.n, acc + r0 * s.n, s.n);
+                    });
       }
     }
   };
 
   // Many small products (attention heads) are shared out whole; large ones are split.
-  if (pool != nullptr && s.batch_count() > 1 && s.m * s.k * s.n < kMinParallelMacs) {
+  if (pool != nullptr && s.batch_count() > 1 && s.m * s.k * s.n < kMinSplitMacs) {
     ParallelFor(pool, s.batch_count(), [&](int64_t e0, int64_t e1) {
-      for (int64_t entry = e0; entry < e1; ++entry) run_entry(entry, nullptr, nullptr);
+      for (int64_t entry = e0; entry < e1; ++entry) run_entry(entry, nullptr);
     });
   } else {
-    for (int64_t entry = 0; entry < s.batch_count(); ++entry) run_entry(entry, pool, pool);
+    for (int64_t entry = 0; entry < s.batch_count(); ++entry) run_entry(entry, pool);
   }
 }
 

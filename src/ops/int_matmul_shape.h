@@ -64,16 +64,21 @@ struct MatMulZeroPoints {
   ParamLayout layout;
 };
 
-// Receives the int32 product of rows [row0, row0 + rows) of batch entry
-// `entry`: acc is rows x n, leading dimension n.
-using MatMulBlockFn =
-    std::function<void(int64_t entry, int64_t row0, int64_t rows, const int32_t* acc)>;
+// Rows per GEMM call for an M x K A: all of them, or a multiple of 128 with
+// about 4 MiB of packed A (fewer, larger products mean fewer thread
+// synchronizations; the packed A is a per-thread scratch).
+int64_t ProductBlockRows(int64_t m, int64_t k);
 
-// acc[entry, m, n] = sum_k (A - zA)(B - zB) for every batch entry of `s`, in
-// blocks of rows so the int32 scratch stays small; each block goes to
-// `epilogue`, which runs split over rows on the pool. When `out` is non-null
-// the product is written there instead ([batch, m, n] int32) and `epilogue`
-// is not called. The bytes never depend on the pool's thread count.
+// Receives the int32 product of rows [row0, row0 + rows) x columns
+// [col0, col0 + cols) of batch entry `entry`, at acc with leading dimension ld_acc.
+using MatMulBlockFn = std::function<void(int64_t entry, int64_t row0, int64_t rows, int64_t col0,
+                                         int64_t cols, const int32_t* acc, int64_t ld_acc)>;
+
+// acc[entry, m, n] = sum_k (A - zA)(B - zB) for every batch entry of `s`. When
+// `out` is non-null the product is written there ([batch, m, n] int32) and
+// `epilogue` is not called; else every element goes to `epilogue` exactly
+// once, in blocks, from the threads of the pool (GemmS32Blocks: the int32
+// product stays in cache). The bytes never depend on the pool's thread count.
 void RunIntMatMul(const MatMulShape& s, const Tensor& a, const MatMulZeroPoints& a_zero,
                   const PackedMatMulB& b, const MatMulZeroPoints& b_zero, ThreadPool* pool,
                   int32_t* out, const MatMulBlockFn& epilogue);

@@ -93,12 +93,13 @@ class QLinearMatMulKernel : public OpKernel {
     params.output_type = y_type;
     const Isa isa = ActiveIsa();
     RunIntMatMul(shape, a, a_zero, packed, b_zero, ctx.pool(), nullptr,
-                 [&](int64_t entry, int64_t row0, int64_t rows, const int32_t* acc) {
+                 [&](int64_t entry, int64_t row0, int64_t rows, int64_t col0, int64_t cols,
+                     const int32_t* acc, int64_t ld_acc) {
                    RequantizeParams p = params;
                    p.multiplier =
                        multipliers.data() + b_scale_layout.MatrixOffset(shape.b_matrix[entry]);
-                   RequantizeS32(acc, shape.n, rows, shape.n, p,
-                                 y_bytes + (entry * shape.m + row0) * shape.n, shape.n, isa);
+                   RequantizeS32(acc, ld_acc, rows, cols, ColumnsFrom(p, col0),
+                                 y_bytes + (entry * shape.m + row0) * shape.n + col0, shape.n, isa);
                  });
   }
 

@@ -145,14 +145,17 @@ class QGemmKernel : public OpKernel {
     if (!constant_b_) b_storage = PackGemmB(node, b, ctx.pool());
     const PackedMatMulB& packed = constant_b_ ? *constant_b_ : b_storage;
 
-    // Runs the product; `epilogue(acc, first_row, rows, c)` gets each block of
-    // rows with its C: in one call when C is the same for every row, else row by row.
+    // Runs the product; `epilogue(acc, ld_acc, first_row, rows, col0, cols, c)` gets
+    // each block with the C of its rows (C's first column): in one call when C is
+    // the same for every row, else row by row.
     auto run = [&](auto&& epilogue) {
       RunIntMatMul(shape, a_rows, a_zero_points, packed, b_zero_points, ctx.pool(), nullptr,
-                   [&](int64_t, int64_t row0, int64_t rows, const int32_t* acc) {
-                     if (bias.row_stride == 0) return epilogue(acc, row0, rows, bias.values);
+                   [&](int64_t, int64_t row0, int64_t rows, int64_t col0, int64_t cols,
+                       const int32_t* acc, int64_t ld_acc) {
+                     if (bias.row_stride == 0)
+                       return epilogue(acc, ld_acc, row0, rows, col0, cols, bias.values);
                      for (int64_t r = 0; r < rows; ++r)
-                       epilogue(acc + r * n, row0 + r, 1,
+                       epilogue(acc + r * ld_acc, ld_acc, row0 + r, 1, col0, cols,
                                 bias.values + (row0 + r) * bias.row_stride);
                    });
     };
@@ -169,10 +172,12 @@ class QGemmKernel : public OpKernel {
       params.output_type = y_type;
       Tensor& y = ctx.AllocateUninitializedOutput(0, y_type, shape.output);
       auto* y_bytes = static_cast<uint8_t*>(y.raw());
-      run([&](const int32_t* acc, int64_t row0, int64_t rows, const int32_t* c) {
+      run([&](const int32_t* acc, int64_t ld_acc, int64_t row0, int64_t rows, int64_t col0,
+              int64_t cols, const int32_t* c) {
         RequantizeParams p = params;
         p.bias = c;
-        RequantizeS32(acc, n, rows, n, p, y_bytes + row0 * n, n, isa);
+        RequantizeS32(acc, ld_acc, rows, cols, ColumnsFrom(p, col0), y_bytes + row0 * n + col0, n,
+                      isa);
       });
     } else {
       FloatOutputParams params;
@@ -181,10 +186,12 @@ class QGemmKernel : public OpKernel {
       params.acc_bias_per_column = bias.per_column;
       Tensor& y = ctx.AllocateUninitializedOutput(0, DType::kFloat32, shape.output);
       float* y_data = y.data<float>();
-      run([&](const int32_t* acc, int64_t row0, int64_t rows, const int32_t* c) {
+      run([&](const int32_t* acc, int64_t ld_acc, int64_t row0, int64_t rows, int64_t col0,
+              int64_t cols, const int32_t* c) {
         FloatOutputParams p = params;
         p.acc_bias = c;
-        ScaleS32ToFloat(acc, n, rows, n, p, y_data + row0 * n, n, isa);
+        ScaleS32ToFloat(acc, ld_acc, rows, cols, ColumnsFrom(p, col0), y_data + row0 * n + col0, n,
+                        isa);
       });
     }
   }

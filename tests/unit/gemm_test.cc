@@ -1,5 +1,7 @@
 // The exact int8 GEMM (kernels/int8/gemm.h) on every instruction-set path the
-// CPU supports, against the naive int64 reference (GemmReferenceS32). Every
+// CPU supports, against the naive int64 reference (GemmReferenceS32); every
+// case also runs through GemmS32Blocks (the fused-epilogue entry point), which
+// must deliver GemmS32's values, each exactly once. Every
 // operand lives right before a PROT_NONE guard page, so any over-read or
 // over-write faults.
 #include "kernels/int8/gemm.h"
@@ -7,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -30,7 +33,9 @@ struct Case {
   bool a_signed = false, b_signed = true;
   int a_fill = kRandom, b_fill = kRandom;  // a value of the operand's type, or kRandom
   bool za_per_row = false, zb_per_col = false;
-  int za = kRandom, zb = kRandom;  // per-tensor zero point, or kRandom (per row/col: always random)
+  // Per-tensor zero point, or kRandom; per row: always random; per column: the value
+  // repeated (the GEMM treats equal ones as one), or random.
+  int za = kRandom, zb = kRandom;
   int64_t lda_pad = 0, ldb_pad = 0, ldc_pad = 0;
   uint32_t seed = 1;
 };
@@ -40,7 +45,7 @@ std::string Describe(const Case& c) {
          (c.a_signed ? " A=s8" : " A=u8") + (c.b_signed ? " B=s8" : " B=u8") +
          " a_fill=" + std::to_string(c.a_fill) + " b_fill=" + std::to_string(c.b_fill) +
          " za=" + (c.za_per_row ? "per-row" : std::to_string(c.za)) +
-         " zb=" + (c.zb_per_col ? "per-col" : std::to_string(c.zb)) +
+         " zb=" + (c.zb_per_col ? "per-col " : "") + std::to_string(c.zb) +
          " seed=" + std::to_string(c.seed);
 }
 
@@ -62,7 +67,40 @@ void FillZeros(int32_t* p, size_t n, bool is_signed, int value, std::mt19937& rn
   }
 }
 
-// Runs the case on `isa` (and the given pool) and returns C (M x N, ldc stripped).
+// GemmS32Blocks on the same operands must hand every element of C over exactly
+// once, inside the matrix, with GemmS32's value (c, leading dimension ldc).
+void CheckBlocksMatch(const Case& c, const Int8Operand& a, const int32_t* za, const PackedB& packed,
+                      const int32_t* zb, ThreadPool* pool, const int32_t* want, int64_t ldc) {
+  std::vector<int32_t> got(static_cast<size_t>(c.M * c.N), 0);
+  std::vector<std::atomic<int>> deliveries(static_cast<size_t>(c.M * c.N));
+  std::atomic<bool> out_of_bounds{false};
+  GemmS32Blocks(c.M, a, za, c.za_per_row, packed, zb, c.zb_per_col, pool,
+                [&](int64_t row0, int64_t rows, int64_t col0, int64_t cols, const int32_t* acc,
+                    int64_t ld_acc) {
+                  if (row0 < 0 || rows <= 0 || row0 + rows > c.M || col0 < 0 || cols <= 0 ||
+                      col0 + cols > c.N) {
+                    out_of_bounds = true;
+                    return;
+                  }
+                  for (int64_t r = 0; r < rows; ++r) {
+                    for (int64_t j = 0; j < cols; ++j) {
+                      got[(row0 + r) * c.N + col0 + j] = acc[r * ld_acc + j];
+                      ++deliveries[(row0 + r) * c.N + col0 + j];
+                    }
+                  }
+                });
+  ASSERT_FALSE(out_of_bounds) << "a block outside C: " << Describe(c);
+  for (int64_t m = 0; m < c.M; ++m) {
+    for (int64_t n = 0; n < c.N; ++n) {
+      ASSERT_EQ(deliveries[m * c.N + n], 1) << "C[" << m << "," << n << "]: " << Describe(c);
+      ASSERT_EQ(got[m * c.N + n], want[m * ldc + n])
+          << "GemmS32Blocks C[" << m << "," << n << "]: " << Describe(c);
+    }
+  }
+}
+
+// Runs the case on `isa` (and the given pool) and returns C (M x N, ldc stripped);
+// GemmS32Blocks must give the same values.
 std::vector<int32_t> RunGemm(Isa isa, const Case& c, ThreadPool* pool) {
   std::mt19937 rng(c.seed);
   const int64_t lda = c.K + c.lda_pad, ldb = c.N + c.ldb_pad, ldc = c.N + c.ldc_pad;
@@ -71,13 +109,15 @@ std::vector<int32_t> RunGemm(Isa isa, const Case& c, ThreadPool* pool) {
   Fill8(b.data(), b.size(), c.b_signed, c.b_fill, rng);
   GuardedBuffer<int32_t> za(c.za_per_row ? c.M : 1), zb(c.zb_per_col ? c.N : 1);
   FillZeros(za.data(), za.size(), c.a_signed, c.za_per_row ? kRandom : c.za, rng);
-  FillZeros(zb.data(), zb.size(), c.b_signed, c.zb_per_col ? kRandom : c.zb, rng);
+  FillZeros(zb.data(), zb.size(), c.b_signed, c.zb, rng);
 
   const PackedB packed = PackB(b.data(), c.b_signed, c.K, c.N, ldb, isa);
   GuardedBuffer<int32_t> out(static_cast<size_t>(c.M * ldc));
   std::memset(out.data(), 0xA5, out.size() * sizeof(int32_t));  // padding columns must keep this
   GemmS32(c.M, Int8Operand{a.data(), c.a_signed, lda}, za.data(), c.za_per_row, packed, zb.data(),
           c.zb_per_col, out.data(), ldc, pool);
+  CheckBlocksMatch(c, Int8Operand{a.data(), c.a_signed, lda}, za.data(), packed, zb.data(), pool,
+                   out.data(), ldc);
 
   std::vector<int32_t> result(static_cast<size_t>(c.M * c.N));
   for (int64_t m = 0; m < c.M; ++m) {
@@ -101,7 +141,7 @@ std::vector<int32_t> RunReference(const Case& c) {
   Fill8(b.data(), b.size(), c.b_signed, c.b_fill, rng);
   std::vector<int32_t> za(c.za_per_row ? c.M : 1), zb(c.zb_per_col ? c.N : 1);
   FillZeros(za.data(), za.size(), c.a_signed, c.za_per_row ? kRandom : c.za, rng);
-  FillZeros(zb.data(), zb.size(), c.b_signed, c.zb_per_col ? kRandom : c.zb, rng);
+  FillZeros(zb.data(), zb.size(), c.b_signed, c.zb, rng);
   std::vector<int32_t> result(c.M * c.N);
   GemmReferenceS32(c.M, c.N, c.K, Int8Operand{a.data(), c.a_signed, lda}, za.data(), c.za_per_row,
                    Int8Operand{b.data(), c.b_signed, ldb}, zb.data(), c.zb_per_col, result.data(),
@@ -170,8 +210,9 @@ TEST_P(GemmIsaTest, AllKUpTo64ForSeveralShapes) {
 }
 
 TEST_P(GemmIsaTest, KAroundTheBlockAndNAroundTheTile) {
-  // 512 is the k block; M > 8 rows gives several row panels, so k blocking applies.
-  for (int64_t K : {508, 511, 512, 513, 1024, 1027, 1536}) {
+  // 1024 is the k block (512 before); M > 8 rows gives several row panels, so k
+  // blocking applies.
+  for (int64_t K : {508, 511, 512, 513, 1020, 1024, 1027, 1536, 2048, 2049}) {
     for (int64_t N : {15, 16, 17, 31, 32, 33, 47, 48, 49, 255, 257}) {
       Case c;
       c.M = 19, c.N = N, c.K = K;
@@ -232,6 +273,19 @@ TEST_P(GemmIsaTest, LargestExactKWithTheLargestProducts) {
   }
 }
 
+TEST_P(GemmIsaTest, EqualPerColumnZeroPointsActAsOne) {
+  // Per-column B zero points that are all equal take the per-tensor correction.
+  for (int p = 0; p < 4; ++p) {
+    Case c;
+    SetPair(c, p);
+    c.M = 19, c.N = 70, c.K = 1030, c.zb_per_col = true, c.seed = 7 + p;
+    for (int zb : {TypeMin(c.b_signed), 0, TypeMax(c.b_signed)}) {
+      c.zb = zb;
+      ASSERT_TRUE(Matches(isa(), c));
+    }
+  }
+}
+
 TEST_P(GemmIsaTest, LeadingDimensionsLargerThanTheMatrix) {
   for (int p = 0; p < 4; ++p) {
     Case c;
@@ -253,9 +307,11 @@ TEST_P(GemmIsaTest, EmptyProducts) {
 TEST_P(GemmIsaTest, SameBytesForOneTwoAndThreeThreads) {
   ThreadPool two(2), three(3);
   for (const auto& [M, N, K] :
-       {std::array<int64_t, 3>{1, 1000, 300}, {200, 300, 700}, {131, 530, 1100}}) {
+       {std::array<int64_t, 3>{1, 3000, 1000}, {200, 300, 700}, {131, 530, 1100}}) {
     Case c;
-    c.M = M, c.N = N, c.K = K, c.za_per_row = true, c.seed = static_cast<uint32_t>(M);
+    // Per-row zero points (two multiplies per output vector) and per-tensor ones
+    // (precomputed offsets).
+    c.M = M, c.N = N, c.K = K, c.za_per_row = M != 200, c.seed = static_cast<uint32_t>(M);
     const std::vector<int32_t> want = RunReference(c);
     EXPECT_EQ(RunGemm(isa(), c, nullptr), want);
     EXPECT_EQ(RunGemm(isa(), c, &two), want);

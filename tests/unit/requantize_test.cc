@@ -2,7 +2,8 @@
 // each vectorized path must give the scalar path's bytes, and the scalar path
 // must give the documented formula written out independently here, on random
 // inputs, .5 ties, NaN and infinite products, saturation at zero points on the
-// type limits, and column counts around the vector widths. Every buffer ends
+// type limits, and column counts around the vector widths, whole and in column
+// blocks with ColumnsFrom (as the GEMM's fused epilogue calls them). Every buffer ends
 // right before an inaccessible page, so an over-read or over-write faults.
 #include "kernels/int8/requantize.h"
 
@@ -13,6 +14,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -89,6 +91,19 @@ std::vector<EpilogueCase> Cases() {
   return cases;
 }
 
+// [0, cols) cut into consecutive blocks of uneven widths (1, 17, 32, 5, ...),
+// the way an epilogue gets a product from the GEMM's work items.
+std::vector<std::pair<int64_t, int64_t>> ColumnBlocks(int64_t cols) {
+  static const int64_t kWidths[] = {1, 17, 32, 5, 64, 3};
+  std::vector<std::pair<int64_t, int64_t>> blocks;
+  for (int64_t c0 = 0, i = 0; c0 < cols; ++i) {
+    const int64_t c1 = std::min(cols, c0 + kWidths[i % 6]);
+    blocks.emplace_back(c0, c1);
+    c0 = c1;
+  }
+  return blocks;
+}
+
 TEST(RequantizeEpilogue, EveryPathMatchesTheFormulaOnRandomTiesNaNAndSaturation) {
   std::mt19937 rng(17);
   for (DType type : {DType::kUInt8, DType::kInt8}) {
@@ -135,6 +150,14 @@ TEST(RequantizeEpilogue, EveryPathMatchesTheFormulaOnRandomTiesNaNAndSaturation)
           std::memset(out.data(), 0xA5, c.rows * c.ld_out);
           RequantizeS32(acc.data(), c.ld_acc, c.rows, c.cols, p, out.data(), c.ld_out, isa);
           ASSERT_EQ(std::vector<uint8_t>(out.data(), out.data() + c.rows * c.ld_out), expected);
+          // The same in column blocks, as the GEMM hands them over (ColumnsFrom).
+          std::memset(out.data(), 0xA5, c.rows * c.ld_out);
+          for (const auto& [c0, c1] : ColumnBlocks(c.cols)) {
+            RequantizeS32(acc.data() + c0, c.ld_acc, c.rows, c1 - c0, ColumnsFrom(p, c0),
+                          out.data() + c0, c.ld_out, isa);
+          }
+          ASSERT_EQ(std::vector<uint8_t>(out.data(), out.data() + c.rows * c.ld_out), expected)
+              << "in column blocks";
         }
       }
     }
@@ -200,6 +223,15 @@ TEST(FloatEpilogue, EveryPathMatchesTheFormulaBitForBit) {
         ScaleS32ToFloat(acc.data(), c.ld_acc, c.rows, n, p, out.data(), c.ld_out, isa);
         std::memcpy(got.data(), out.data(), got.size() * sizeof(float));
         ASSERT_EQ(got, expected);
+        // The same in column blocks, as the GEMM hands them over (ColumnsFrom).
+        std::fill(got.begin(), got.end(), 0xDEADBEEF);
+        std::memcpy(out.data(), got.data(), got.size() * sizeof(float));
+        for (const auto& [c0, c1] : ColumnBlocks(n)) {
+          ScaleS32ToFloat(acc.data() + c0, c.ld_acc, c.rows, c1 - c0, ColumnsFrom(p, c0),
+                          out.data() + c0, c.ld_out, isa);
+        }
+        std::memcpy(got.data(), out.data(), got.size() * sizeof(float));
+        ASSERT_EQ(got, expected) << "in column blocks";
       }
     }
   }

@@ -84,6 +84,7 @@ void Tile(const TileArgs& t) {
   const bool accumulate = t.accumulate;
   const int32_t *row_neg_za = t.row_neg_za, *row_neg_sum = t.row_neg_sum;
   const int32_t *col_term = t.col_term, *col_zb = t.col_zb;
+  const int32_t *col_offset = t.col_offset, *row_offset = t.row_offset;
   int32_t* const c0 = t.c;
   const int64_t ldc = t.ldc;
 #pragma GCC unroll 8
@@ -100,6 +101,10 @@ void Tile(const TileArgs& t) {
         const __m512i zb = _mm512_loadu_si512(col_zb + v * 16);
         sum = _mm512_add_epi32(sum, _mm512_mullo_epi32(_mm512_set1_epi32(row_neg_za[r]), term));
         sum = _mm512_add_epi32(sum, _mm512_mullo_epi32(_mm512_set1_epi32(row_neg_sum[r]), zb));
+      }
+      if (col_offset) {
+        sum = _mm512_add_epi32(sum, _mm512_add_epi32(_mm512_loadu_si512(col_offset + v * 16),
+                                                     _mm512_set1_epi32(row_offset[r])));
       }
       _mm512_storeu_si512(c + v * 16, sum);
     }

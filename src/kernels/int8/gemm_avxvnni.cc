@@ -77,6 +77,7 @@ void Tile(const TileArgs& t) {
   const bool accumulate = t.accumulate;
   const int32_t *row_neg_za = t.row_neg_za, *row_neg_sum = t.row_neg_sum;
   const int32_t *col_term = t.col_term, *col_zb = t.col_zb;
+  const int32_t *col_offset = t.col_offset, *row_offset = t.row_offset;
   int32_t* const c0 = t.c;
   const int64_t ldc = t.ldc;
 #pragma GCC unroll 8
@@ -93,6 +94,10 @@ void Tile(const TileArgs& t) {
             sum, _mm256_mullo_epi32(_mm256_set1_epi32(row_neg_za[r]), Load(col_term + v * 8)));
         sum = _mm256_add_epi32(
             sum, _mm256_mullo_epi32(_mm256_set1_epi32(row_neg_sum[r]), Load(col_zb + v * 8)));
+      }
+      if (col_offset) {
+        sum = _mm256_add_epi32(
+            sum, _mm256_add_epi32(Load(col_offset + v * 8), _mm256_set1_epi32(row_offset[r])));
       }
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(c + v * 8), sum);
     }

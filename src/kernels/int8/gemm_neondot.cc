@@ -62,6 +62,10 @@ void Tile(const TileArgs& t) {
         sum = vmlaq_n_s32(sum, vld1q_s32(t.col_term + v * 4), t.row_neg_za[r]);
         sum = vmlaq_n_s32(sum, vld1q_s32(t.col_zb + v * 4), t.row_neg_sum[r]);
       }
+      if (t.col_offset) {
+        sum = vaddq_s32(sum,
+                        vaddq_s32(vld1q_s32(t.col_offset + v * 4), vdupq_n_s32(t.row_offset[r])));
+      }
       vst1q_s32(c + v * 4, sum);
     }
   }

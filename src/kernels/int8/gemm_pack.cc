@@ -160,14 +160,13 @@ PackedB PackB(const void* b, bool b_signed, int64_t K, int64_t N, int64_t ldb, I
       for (; n0 + 16 <= N; n0 += 16) {
         auto load = [&](int r) {
           return _mm_xor_si128(
-              _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows + r * ldb + n0)),
-              flip_bytes);
+              _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows + r * ldb + n0)), flip_bytes);
         };
         const __m128i r0 = load(0), r1 = load(1), r2 = load(2), r3 = load(3);
         const __m128i t0 = _mm_unpacklo_epi8(r0, r1), t1 = _mm_unpackhi_epi8(r0, r1);
         const __m128i t2 = _mm_unpacklo_epi8(r2, r3), t3 = _mm_unpackhi_epi8(r2, r3);
-        auto* dst = reinterpret_cast<__m128i*>(group + (n0 / nr) * panel_bytes +
-                                               (n0 % nr) * gemm::kGroup);
+        auto* dst =
+            reinterpret_cast<__m128i*>(group + (n0 / nr) * panel_bytes + (n0 % nr) * gemm::kGroup);
         _mm_storeu_si128(dst + 0, _mm_unpacklo_epi16(t0, t2));
         _mm_storeu_si128(dst + 1, _mm_unpackhi_epi16(t0, t2));
         _mm_storeu_si128(dst + 2, _mm_unpacklo_epi16(t1, t3));

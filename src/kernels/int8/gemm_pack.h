@@ -43,6 +43,7 @@ void PackA(const Int8Operand& A, int64_t row_begin, int64_t row_end, int64_t K, 
 //   S[r][j] = sum_g sum_i a[g][r][i] * b[g][j][i]
 //   C[r][j] = (accumulate ? C[r][j] : 0) + S[r][j]
 //             (+ row_neg_za[r] * col_term[j] + row_neg_sum[r] * col_zb[j] when row_neg_za)
+//             (+ col_offset[j] + row_offset[r] when col_offset)
 // All arithmetic wraps modulo 2^32. All nr columns of C are written.
 struct TileArgs {
   const uint8_t* a;  // packed A panel at the first group of this k block
@@ -55,6 +56,11 @@ struct TileArgs {
   const int32_t* row_neg_sum;  // -(row sum of packed A) per row
   const int32_t* col_term;     // per column: colsum(B') - K * zB'
   const int32_t* col_zb;       // per column: zB' (B domain)
+  // The same correction when both zero points are per tensor, as two vectors
+  // (one add instead of two multiplies per output vector); final k block only,
+  // with row_neg_za null. Else null.
+  const int32_t* col_offset = nullptr;  // per column: -zA * (colsum(B') - K * zB')
+  const int32_t* row_offset = nullptr;  // per row: -zB' * (row sum of packed A)
 };
 using TileFn = void (*)(int rows, const TileArgs& t);
 // The micro-kernel of `isa`; throws octet::Error when this binary was built

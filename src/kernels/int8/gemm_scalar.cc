@@ -25,6 +25,9 @@ void TileScalar(int rows, const TileArgs& t) {
         v += static_cast<uint32_t>(t.row_neg_za[r]) * static_cast<uint32_t>(t.col_term[j]) +
              static_cast<uint32_t>(t.row_neg_sum[r]) * static_cast<uint32_t>(t.col_zb[j]);
       }
+      if (t.col_offset) {
+        v += static_cast<uint32_t>(t.col_offset[j]) + static_cast<uint32_t>(t.row_offset[r]);
+      }
       c[j] = static_cast<int32_t>(v);
     }
   }

@@ -16,6 +16,21 @@ std::pair<int32_t, int32_t> RequantizeOutputRange(const RequantizeParams& params
   return {std::max(params.y_min, type_min), std::min(params.y_max, type_min + 255)};
 }
 
+RequantizeParams ColumnsFrom(const RequantizeParams& params, int64_t col0) {
+  RequantizeParams p = params;
+  if (p.multiplier_per_column) p.multiplier += col0;
+  if (p.bias && p.bias_per_column) p.bias += col0;
+  return p;
+}
+
+FloatOutputParams ColumnsFrom(const FloatOutputParams& params, int64_t col0) {
+  FloatOutputParams p = params;
+  if (p.scale_per_column) p.scale += col0;
+  if (p.acc_bias && p.acc_bias_per_column) p.acc_bias += col0;
+  if (p.bias && p.bias_per_column) p.bias += col0;
+  return p;
+}
+
 namespace requant {
 
 namespace {
@@ -58,8 +73,6 @@ void FloatRowScalar(const int32_t* acc, int64_t c0, int64_t c1, const FloatOutpu
 
 }  // namespace requant
 
-namespace {}  // namespace
-
 requant::RequantizeRowFn requant::RequantizeRowFnFor(Isa isa) {
   return PickKernel<RequantizeRowFn>(isa, "int8 epilogue", RequantizeRowScalar,
 #if defined(__x86_64__) || defined(_M_X64)
@@ -92,7 +105,7 @@ void ScaleS32ToFloat(const int32_t* acc, int64_t ld_acc, int64_t rows, int64_t c
 #if defined(__x86_64__) || defined(_M_X64)
                                       requant::FloatRowAvx2, requant::FloatRowAvx512
 #else
-                                      RequantizeRowScalar, RequantizeRowScalar
+                                      requant::FloatRowScalar, requant::FloatRowScalar
 #endif
       );
   for (int64_t r = 0; r < rows; ++r) row_fn(acc + r * ld_acc, 0, cols, params, out + r * ld_out);

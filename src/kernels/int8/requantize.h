@@ -80,6 +80,11 @@ void ScaleS32ToFloat(const int32_t* acc, int64_t ld_acc, int64_t rows, int64_t c
                      const FloatOutputParams& params, float* out, int64_t ld_out,
                      Isa isa = ActiveIsa());
 
+// The parameters of the columns from col0 on: per-column arrays advanced by
+// col0 (for an epilogue that gets its product in column blocks).
+RequantizeParams ColumnsFrom(const RequantizeParams& params, int64_t col0);
+FloatOutputParams ColumnsFrom(const FloatOutputParams& params, int64_t col0);
+
 // The output bounds of `params`: [max(qmin, y_min), min(qmax, y_max)] of its
 // output type (may be empty: first > second).
 std::pair<int32_t, int32_t> RequantizeOutputRange(const RequantizeParams& params);
