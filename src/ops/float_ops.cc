@@ -1,12 +1,19 @@
 // Float32 operators that whole quantized models need around their integer
-// parts: MatMul, Add, Sub, Mul, Div, Relu (ONNX semantics, numpy broadcasting).
+// parts: MatMul, Add, Sub, Mul, Div, Relu (ONNX semantics, numpy broadcasting),
+// and the fused attention steps octet.FloatAttention and octet.MaskedSoftmax.
 // Add/Sub/Mul/Div also take int32/int64 for exported shape arithmetic.
 #include <algorithm>
+#include <functional>
 
 #include "kernels/float/broadcast.h"
 #include "kernels/float/elementwise_float.h"
 #include "kernels/float/sgemm.h"
+#include "kernels/float/vmath.h"
+#include "kernels/int8/lookup.h"
+#include "kernels/int8/quantize.h"
+#include "kernels/strided_copy.h"
 #include "ops/registry.h"
+#include "rewrite/float_attention.h"
 #include "runtime/thread_pool.h"
 
 namespace octet {
@@ -21,8 +28,80 @@ std::vector<DType> Float32Output(const Node&, const std::vector<DType>&) {
   return {DType::kFloat32};
 }
 
-// Numpy matmul: 1-D operands are promoted to matrices and the added dim is
-// dropped from the result; the leading (batch) dims broadcast.
+// Numpy matmul of float tensors a and b into allocate(output shape): 1-D
+// operands are promoted to matrices and the added dim is dropped from the
+// result; the leading (batch) dims broadcast. packed_b, when not null, is b
+// packed once (2-D b only).
+void RunMatMul(const Tensor& a, const Tensor& b, const SgemmPacked* packed_b, const Node& node,
+               ThreadPool* pool, const std::function<Tensor&(const Shape&)>& allocate) {
+  OCTET_CHECK(a.rank() >= 1 && b.rank() >= 1, node.Describe(),
+              ": inputs must have rank >= 1, got shapes ", ShapeToString(a.shape()), " and ",
+              ShapeToString(b.shape()));
+  Shape a_shape = a.shape(), b_shape = b.shape();
+  const bool a_is_vector = a_shape.size() == 1, b_is_vector = b_shape.size() == 1;
+  if (a_is_vector) a_shape.insert(a_shape.begin(), 1);
+  if (b_is_vector) b_shape.push_back(1);
+  const int64_t m = a_shape[a_shape.size() - 2], k = a_shape.back();
+  const int64_t n = b_shape.back();
+  OCTET_CHECK(b_shape[b_shape.size() - 2] == k, node.Describe(),
+              ": inner dimensions differ, A has shape ", ShapeToString(a.shape()),
+              " and B has shape ", ShapeToString(b.shape()));
+  const Shape a_batch(a_shape.begin(), a_shape.end() - 2);
+  const Shape b_batch(b_shape.begin(), b_shape.end() - 2);
+  std::optional<Shape> batch = BroadcastShapes(a_batch, b_batch);
+  OCTET_CHECK(batch.has_value(), node.Describe(), ": batch dimensions of A ",
+              ShapeToString(a.shape()), " and B ", ShapeToString(b.shape()), " do not broadcast");
+
+  Shape out_shape = *batch;
+  if (!a_is_vector) out_shape.push_back(m);
+  if (!b_is_vector) out_shape.push_back(n);
+  Tensor& out = allocate(out_shape);
+
+  // Offsets (in matrices) of every batch entry of A and B.
+  const int64_t batch_count = NumElements(*batch);
+  std::vector<int64_t> a_offset(batch_count), b_offset(batch_count);
+  const std::vector<int64_t> a_strides = BroadcastStrides(a_batch, *batch);
+  const std::vector<int64_t> b_strides = BroadcastStrides(b_batch, *batch);
+  for (int64_t i = 0; i < batch_count; ++i) {
+    int64_t rest = i;
+    for (size_t d = batch->size(); d-- > 0;) {
+      const int64_t index = rest % (*batch)[d];
+      rest /= (*batch)[d];
+      a_offset[i] += index * a_strides[d];
+      b_offset[i] += index * b_strides[d];
+    }
+  }
+
+  const float* pa = a.data<float>();
+  const float* pb = b.data<float>();
+  float* pc = out.data<float>();
+  const bool b_packed =
+      packed_b && packed_b->data && b_shape.size() == 2 && packed_b->K == k && packed_b->rows == n;
+  const SgemmOperand b_matrix =
+      b_packed ? SgemmOperand::Packed(*packed_b) : SgemmOperand::RowMajor(pb, n);
+  // A 2-D B shared by unbroadcast batches of A: one GEMM over all their rows.
+  if (b_batch.empty() && a_batch == *batch) {
+    Sgemm(batch_count * m, n, k, SgemmOperand::RowMajor(pa, k), b_matrix, pc, n, pool);
+    return;
+  }
+  // Each product's bits do not depend on the pool, so many small products
+  // run one per thread and few large ones share the pool.
+  const bool per_batch = pool && batch_count >= pool->num_threads();
+  auto products = [&](int64_t begin, int64_t end) {
+    for (int64_t bi = begin; bi < end; ++bi) {
+      const SgemmOperand b_entry =
+          b_packed ? b_matrix : SgemmOperand::RowMajor(pb + b_offset[bi] * k * n, n);
+      Sgemm(m, n, k, SgemmOperand::RowMajor(pa + a_offset[bi] * m * k, k), b_entry, pc + bi * m * n,
+            n, per_batch ? nullptr : pool);
+    }
+  };
+  if (per_batch) {
+    pool->ParallelFor(batch_count, products);
+  } else {
+    products(0, batch_count);
+  }
+}
+
 class MatMulKernel : public OpKernel {
  public:
   // A constant 2-D B (the usual weight) is packed once here.
@@ -32,79 +111,312 @@ class MatMulKernel : public OpKernel {
       packed_b_ = SgemmPackB(b->data<float>(), b->dim(0), b->dim(1), b->dim(1));
   }
   void Run(KernelContext& ctx) override {
-    const Tensor& a = ctx.input(0);
-    const Tensor& b = ctx.input(1);
-    const Node& node = ctx.node();
-    OCTET_CHECK(a.rank() >= 1 && b.rank() >= 1, node.Describe(),
-                ": inputs must have rank >= 1, got shapes ", ShapeToString(a.shape()), " and ",
-                ShapeToString(b.shape()));
-    Shape a_shape = a.shape(), b_shape = b.shape();
-    const bool a_is_vector = a_shape.size() == 1, b_is_vector = b_shape.size() == 1;
-    if (a_is_vector) a_shape.insert(a_shape.begin(), 1);
-    if (b_is_vector) b_shape.push_back(1);
-    const int64_t m = a_shape[a_shape.size() - 2], k = a_shape.back();
-    const int64_t n = b_shape.back();
-    OCTET_CHECK(b_shape[b_shape.size() - 2] == k, node.Describe(),
-                ": inner dimensions differ, A has shape ", ShapeToString(a.shape()),
-                " and B has shape ", ShapeToString(b.shape()));
-    const Shape a_batch(a_shape.begin(), a_shape.end() - 2);
-    const Shape b_batch(b_shape.begin(), b_shape.end() - 2);
-    std::optional<Shape> batch = BroadcastShapes(a_batch, b_batch);
-    OCTET_CHECK(batch.has_value(), node.Describe(), ": batch dimensions of A ",
-                ShapeToString(a.shape()), " and B ", ShapeToString(b.shape()), " do not broadcast");
-
-    Shape out_shape = *batch;
-    if (!a_is_vector) out_shape.push_back(m);
-    if (!b_is_vector) out_shape.push_back(n);
-    Tensor& out = ctx.AllocateOutput(0, DType::kFloat32, out_shape);
-
-    // Offsets (in matrices) of every batch entry of A and B.
-    const int64_t batch_count = NumElements(*batch);
-    std::vector<int64_t> a_offset(batch_count), b_offset(batch_count);
-    const std::vector<int64_t> a_strides = BroadcastStrides(a_batch, *batch);
-    const std::vector<int64_t> b_strides = BroadcastStrides(b_batch, *batch);
-    for (int64_t i = 0; i < batch_count; ++i) {
-      int64_t rest = i;
-      for (size_t d = batch->size(); d-- > 0;) {
-        const int64_t index = rest % (*batch)[d];
-        rest /= (*batch)[d];
-        a_offset[i] += index * a_strides[d];
-        b_offset[i] += index * b_strides[d];
-      }
-    }
-
-    const float* pa = a.data<float>();
-    const float* pb = b.data<float>();
-    float* pc = out.data<float>();
-    const bool b_packed =
-        packed_b_.data && b_shape.size() == 2 && packed_b_.K == k && packed_b_.rows == n;
-    const SgemmOperand b_matrix =
-        b_packed ? SgemmOperand::Packed(packed_b_) : SgemmOperand::RowMajor(pb, n);
-    // A 2-D B shared by unbroadcast batches of A: one GEMM over all their rows.
-    if (b_batch.empty() && a_batch == *batch) {
-      Sgemm(batch_count * m, n, k, SgemmOperand::RowMajor(pa, k), b_matrix, pc, n, ctx.pool());
-      return;
-    }
-    // Each product's bits do not depend on the pool, so many small products
-    // run one per thread and few large ones share the pool.
-    const bool per_batch = ctx.pool() && batch_count >= ctx.pool()->num_threads();
-    auto products = [&](int64_t begin, int64_t end) {
-      for (int64_t bi = begin; bi < end; ++bi) {
-        const SgemmOperand b_entry =
-            b_packed ? b_matrix : SgemmOperand::RowMajor(pb + b_offset[bi] * k * n, n);
-        Sgemm(m, n, k, SgemmOperand::RowMajor(pa + a_offset[bi] * m * k, k), b_entry,
-              pc + bi * m * n, n, per_batch ? nullptr : ctx.pool());
-      }
-    };
-    if (per_batch) {
-      ctx.pool()->ParallelFor(batch_count, products);
-    } else {
-      products(0, batch_count);
-    }
+    // Every element is written.
+    RunMatMul(ctx.input(0), ctx.input(1), &packed_b_, ctx.node(), ctx.pool(),
+              [&](const Shape& shape) -> Tensor& {
+                return ctx.AllocateUninitializedOutput(0, DType::kFloat32, shape);
+              });
   }
 
  private:
   SgemmPacked packed_b_;
+};
+
+// Softmax over the last axis, row by row (the rows are independent).
+void SoftmaxLastAxis(const Tensor& x, Tensor& y, ThreadPool* pool) {
+  const int64_t length = x.rank() == 0 ? 1 : x.shape().back();
+  if (x.numel() == 0) return;
+  const float* px = x.data<float>();
+  float* py = y.data<float>();
+  vmath::ParallelForWork(pool, x.numel() / length, x.numel() * 16, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r)
+      vmath::SoftmaxRow(px + r * length, py + r * length, length);
+  });
+}
+
+// x with its axes permuted (ONNX Transpose), as a new dense tensor.
+Tensor Permuted(const Tensor& x, const std::vector<int64_t>& perm, ThreadPool* pool) {
+  std::vector<int64_t> strides(x.rank()), in_strides(x.rank());
+  Shape shape(x.rank());
+  for (int64_t d = static_cast<int64_t>(x.rank()) - 1, stride = 1; d >= 0; --d) {
+    in_strides[d] = stride;
+    stride *= x.dim(d);
+  }
+  for (size_t d = 0; d < perm.size(); ++d) {
+    shape[d] = x.dim(perm[d]);
+    strides[d] = in_strides[perm[d]];
+  }
+  Tensor y = Tensor::Uninitialized(x.dtype(), shape);
+  StridedCopy(x.raw(), y.raw(), sizeof(float), shape, strides, pool);
+  return y;
+}
+
+// octet.FloatAttention(q, k_t, divisor, mask, v) =
+//   MatMul(Softmax(Add(Div(MatMul(q, k_t), divisor), mask), axis=-1), v),
+// the float attention of exported encoders, made by rewrite/float_attention.h.
+// Attribute mask_first=1 spells Add(mask, scores). Attribute heads_inner=1
+// takes the heads' transposes in too: q, v and the result are [batch,
+// sequence, heads, head size] (each Transpose(perm=[0,2,1,3]) of the plain
+// form) and k is k_t before its Transpose(perm=[0,2,3,1]), so each head is
+// read and written in place with a row stride of heads x head size.
+//
+// When q, k_t and v share their batch dims, the divisor is one value and the
+// mask broadcasts to the scores, each batch entry (one head of one sequence)
+// runs start to end on one thread with its scores in cache; otherwise the
+// steps run one after another on whole tensors. Both ways every element takes
+// the same operations as the separate nodes (the same GEMM chains, IEEE
+// divide and add, softmax rows), so the bits are the graph's.
+class FloatAttentionKernel : public OpKernel {
+ public:
+  explicit FloatAttentionKernel(const KernelInit& init)
+      : mask_first_(init.node.GetInt("mask_first", 0) != 0),
+        heads_inner_(init.node.GetInt("heads_inner", 0) != 0) {}
+  void Run(KernelContext& ctx) override {
+    const Tensor& q_in = ctx.input(0);
+    const Tensor& k_in = ctx.input(1);
+    const Tensor& divisor = ctx.input(2);
+    const Tensor& mask = ctx.input(3);
+    const Tensor& v_in = ctx.input(4);
+    const Node& node = ctx.node();
+    ThreadPool* pool = ctx.pool();
+    if (heads_inner_)
+      OCTET_CHECK(q_in.rank() == 4 && k_in.rank() == 4 && v_in.rank() == 4, node.Describe(),
+                  ": q, k and v must be [batch, sequence, heads, head size], got shapes ",
+                  ShapeToString(q_in.shape()), ", ", ShapeToString(k_in.shape()), " and ",
+                  ShapeToString(v_in.shape()));
+    // The shapes of the plain form (q, k_t and v as the first MatMuls see them).
+    auto plain = [&](const Tensor& t, bool is_k) {
+      if (!heads_inner_) return t.shape();
+      return is_k ? Shape{t.dim(0), t.dim(2), t.dim(3), t.dim(1)}
+                  : Shape{t.dim(0), t.dim(2), t.dim(1), t.dim(3)};
+    };
+    const Shape q_shape = plain(q_in, false), k_shape = plain(k_in, true),
+                v_shape = plain(v_in, false);
+    if (!InCache(q_shape, k_shape, divisor, mask, v_shape)) {
+      const std::vector<int64_t> heads_out = {0, 2, 1, 3}, keys_out = {0, 2, 3, 1};
+      Tensor out = Steps(heads_inner_ ? Permuted(q_in, heads_out, pool) : q_in,
+                         heads_inner_ ? Permuted(k_in, keys_out, pool) : k_in, divisor, mask,
+                         heads_inner_ ? Permuted(v_in, heads_out, pool) : v_in, node, pool);
+      ctx.SetOutput(0, heads_inner_ ? Permuted(out, heads_out, pool) : std::move(out));
+      return;
+    }
+    const int64_t rank = static_cast<int64_t>(q_shape.size());
+    const int64_t m = q_shape[rank - 2], d = q_shape[rank - 1], n = k_shape[rank - 1];
+    const int64_t dv = v_shape[rank - 1];
+    const int64_t heads = heads_inner_ ? q_shape[1] : 1;
+    Shape scores_shape = q_shape;
+    scores_shape.back() = n;
+    Shape out_shape = heads_inner_ ? q_in.shape() : q_shape;
+    out_shape.back() = dv;
+    Tensor& out = ctx.AllocateUninitializedOutput(0, DType::kFloat32, out_shape);
+    const std::vector<int64_t> mask_strides = BroadcastStrides(mask.shape(), scores_shape);
+    const int64_t batch_count = NumElements(q_shape) / std::max<int64_t>(m * d, 1);
+    const float* pq = q_in.data<float>();
+    const float* pk = k_in.data<float>();
+    const float* pv = v_in.data<float>();
+    const float* pm = mask.data<float>();
+    const float* divisor_value = divisor.data<float>();
+    const int mask_step = mask_strides.back() == 0 ? 0 : 1;
+    float* po = out.data<float>();
+    // Row strides of q, v and the result, and where entry bi starts in each.
+    const int64_t q_ld = heads * d, v_ld = heads * dv;
+    auto start = [&](int64_t bi, int64_t rows, int64_t cols) {
+      return heads_inner_ ? bi / heads * rows * heads * cols + bi % heads * cols : bi * rows * cols;
+    };
+    auto entries = [&](int64_t begin, int64_t end) {
+      std::vector<float> scores(m * n);  // one entry's scores, then its probabilities
+      for (int64_t bi = begin; bi < end; ++bi) {
+        // k_t of the entry: in place, or (heads inner) packed from its transpose.
+        SgemmPacked k_packed;
+        if (heads_inner_) k_packed = SgemmPackBTransposed(pk + start(bi, n, d), d, n, q_ld);
+        Sgemm(m, n, d, SgemmOperand::RowMajor(pq + start(bi, m, d), q_ld),
+              heads_inner_ ? SgemmOperand::Packed(k_packed)
+                           : SgemmOperand::RowMajor(pk + bi * d * n, n),
+              scores.data(), n, nullptr);
+        int64_t mask_offset = 0;
+        for (int64_t dim = rank - 3, rest = bi; dim >= 0; --dim) {
+          mask_offset += rest % scores_shape[dim] * mask_strides[dim];
+          rest /= scores_shape[dim];
+        }
+        for (int64_t i = 0; i < m; ++i) {
+          float* row = scores.data() + i * n;
+          const float* mask_row = pm + mask_offset + i * mask_strides[rank - 2];
+          vmath::Binary(BinaryOp::kDiv, row, 1, divisor_value, 0, row, n);
+          if (mask_first_) {
+            vmath::Binary(BinaryOp::kAdd, mask_row, mask_step, row, 1, row, n);
+          } else {
+            vmath::Binary(BinaryOp::kAdd, row, 1, mask_row, mask_step, row, n);
+          }
+          vmath::SoftmaxRow(row, row, n);
+        }
+        Sgemm(m, dv, n, SgemmOperand::RowMajor(scores.data(), n),
+              SgemmOperand::RowMajor(pv + start(bi, n, dv), v_ld), po + start(bi, m, dv), v_ld,
+              nullptr);
+      }
+    };
+    if (pool && batch_count > 1) {
+      pool->ParallelFor(batch_count, entries);
+    } else {
+      entries(0, batch_count);
+    }
+  }
+
+ private:
+  // Whether the per-entry path applies (see the class comment), on the plain form's shapes.
+  static bool InCache(const Shape& q, const Shape& k_t, const Tensor& divisor, const Tensor& mask,
+                      const Shape& v) {
+    const size_t rank = q.size();
+    if (rank < 2 || k_t.size() != rank || v.size() != rank || divisor.numel() != 1 ||
+        divisor.rank() > rank)
+      return false;
+    for (size_t dim = 0; dim + 2 < rank; ++dim)
+      if (k_t[dim] != q[dim] || v[dim] != q[dim]) return false;
+    if (k_t[rank - 2] != q[rank - 1] || v[rank - 2] != k_t[rank - 1]) return false;
+    Shape scores_shape = q;
+    scores_shape.back() = k_t[rank - 1];
+    const std::optional<Shape> broadcast = BroadcastShapes(mask.shape(), scores_shape);
+    return broadcast && *broadcast == scores_shape && NumElements(q) > 0 && NumElements(v) > 0 &&
+           k_t[rank - 1] > 0;
+  }
+
+  // The separate nodes' steps, one after another on whole tensors.
+  Tensor Steps(const Tensor& q, const Tensor& k_t, const Tensor& divisor, const Tensor& mask,
+               const Tensor& v, const Node& node, ThreadPool* pool) const {
+    Tensor scores, out;
+    RunMatMul(q, k_t, nullptr, node, pool, [&](const Shape& shape) -> Tensor& {
+      return scores = Tensor::Uninitialized(DType::kFloat32, shape);
+    });
+    Tensor scaled = Binary(BinaryOp::kDiv, scores, divisor, node, pool);
+    Tensor masked = mask_first_ ? Binary(BinaryOp::kAdd, mask, scaled, node, pool)
+                                : Binary(BinaryOp::kAdd, scaled, mask, node, pool);
+    SoftmaxLastAxis(masked, masked, pool);
+    RunMatMul(masked, v, nullptr, node, pool, [&](const Shape& shape) -> Tensor& {
+      return out = Tensor::Uninitialized(DType::kFloat32, shape);
+    });
+    return out;
+  }
+
+  static Tensor Binary(BinaryOp op, const Tensor& a, const Tensor& b, const Node& node,
+                       ThreadPool* pool) {
+    Tensor out = Tensor::Uninitialized(DType::kFloat32,
+                                       BroadcastOrFail(a.shape(), b.shape(), node.Describe()));
+    BinaryFloat32(op, a, b, out, pool);
+    return out;
+  }
+
+  bool mask_first_;
+  bool heads_inner_;
+};
+
+// octet.MaskedSoftmax(x, table, mask, y_scale, y_zero_point) =
+//   QuantizeLinear(Softmax(Add(LookupTable(x, table), mask), axis=-1), y_scale, y_zero_point)
+// with the lookup (8-bit x, 256 float entries) and the quantization (one scale
+// and zero point) each optional, made by rewrite/float_attention.h from the
+// scores of quantized attention. Attribute mask_first=1 spells Add(mask, scores);
+// min_rank is the lookup's (the looked-up scores have at least this rank).
+// When the mask broadcasts to x's shape, each row goes from x to the output in
+// cache; otherwise the steps run one after another. Both ways every element
+// takes the operations of the separate nodes (table entry, IEEE add, softmax
+// row, QuantizeLinear's division and rounding), so the bits are the graph's.
+class MaskedSoftmaxKernel : public OpKernel {
+ public:
+  explicit MaskedSoftmaxKernel(const KernelInit& init)
+      : mask_first_(init.node.GetInt("mask_first", 0) != 0),
+        min_rank_(init.node.GetInt("min_rank", 0)) {}
+  void Run(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    Shape shape = x.shape();
+    if (static_cast<int64_t>(shape.size()) < min_rank_)
+      shape.insert(shape.begin(), min_rank_ - shape.size(), 1);
+    const Tensor* table = ctx.has_input(1) ? &ctx.input(1) : nullptr;
+    const Tensor& mask = ctx.input(2);
+    const bool quantize = ctx.has_input(3);
+    const Node& node = ctx.node();
+    OCTET_CHECK(!table || table->numel() == 256, node.Describe(), ": the table has ",
+                table ? table->numel() : 0, " entries; expected 256");
+    QuantizeSpanParams params;
+    float scale = 1.f;
+    int32_t zero_point = 0;
+    if (quantize) {
+      const Tensor& y_scale = ctx.input(3);
+      OCTET_CHECK(y_scale.numel() == 1, node.Describe(), ": y_scale must be one value, got shape ",
+                  ShapeToString(y_scale.shape()));
+      scale = y_scale.data<float>()[0];
+      params.type = DType::kUInt8;
+      if (ctx.has_input(4)) {
+        const Tensor& zero = ctx.input(4);
+        OCTET_CHECK(zero.numel() == 1, node.Describe(),
+                    ": y_zero_point must be one value, got shape ", ShapeToString(zero.shape()));
+        params.type = zero.dtype();
+        zero_point =
+            zero.dtype() == DType::kInt8 ? zero.data<int8_t>()[0] : zero.data<uint8_t>()[0];
+      }
+      params.scale = &scale;
+      params.zero_point = &zero_point;
+    }
+    const DType out_type = quantize ? params.type : DType::kFloat32;
+    const uint8_t offset = x.dtype() == DType::kInt8 ? 128 : 0;
+
+    const std::optional<Shape> broadcast = BroadcastShapes(mask.shape(), shape);
+    if (!broadcast || *broadcast != shape || shape.empty()) {
+      Tensor scores = x;
+      if (table) {
+        scores = Tensor::Uninitialized(DType::kFloat32, shape);
+        LookupTable256(static_cast<const uint8_t*>(x.raw()), x.numel(), offset, table->raw(),
+                       sizeof(float), scores.raw());
+      }
+      const Shape out_shape = BroadcastOrFail(scores.shape(), mask.shape(), node.Describe());
+      Tensor probs = Tensor::Uninitialized(DType::kFloat32, out_shape);
+      if (mask_first_) {
+        BinaryFloat32(BinaryOp::kAdd, mask, scores, probs, ctx.pool());
+      } else {
+        BinaryFloat32(BinaryOp::kAdd, scores, mask, probs, ctx.pool());
+      }
+      SoftmaxLastAxis(probs, probs, ctx.pool());
+      if (!quantize) return ctx.SetOutput(0, std::move(probs));
+      QuantizeSpan(probs.data<float>(), probs.numel(), params,
+                   ctx.AllocateUninitializedOutput(0, out_type, out_shape).raw());
+      return;
+    }
+    const int64_t rank = static_cast<int64_t>(shape.size()), n = shape.back();
+    const int64_t rows = n == 0 ? 0 : x.numel() / n;
+    Tensor& out = ctx.AllocateUninitializedOutput(0, out_type, shape);
+    if (rows == 0) return;
+    const std::vector<int64_t> mask_strides = BroadcastStrides(mask.shape(), shape);
+    const int mask_step = mask_strides.back() == 0 ? 0 : 1;
+    const float* pm = mask.data<float>();
+    const size_t out_size = DTypeSize(out_type);
+    vmath::ParallelForWork(ctx.pool(), rows, x.numel() * 16, [&](int64_t begin, int64_t end) {
+      std::vector<float> buffer(quantize ? n : 0);  // the row before quantization
+      for (int64_t r = begin; r < end; ++r) {
+        float* row = quantize ? buffer.data() : out.data<float>() + r * n;
+        const float* scores = row;
+        if (table) {
+          LookupTable256(static_cast<const uint8_t*>(x.raw()) + r * n, n, offset, table->raw(),
+                         sizeof(float), row);
+        } else {
+          scores = x.data<float>() + r * n;
+        }
+        int64_t mask_offset = 0;
+        for (int64_t dim = rank - 2, rest = r; dim >= 0; --dim) {
+          mask_offset += rest % shape[dim] * mask_strides[dim];
+          rest /= shape[dim];
+        }
+        if (mask_first_) {
+          vmath::Binary(BinaryOp::kAdd, pm + mask_offset, mask_step, scores, 1, row, n);
+        } else {
+          vmath::Binary(BinaryOp::kAdd, scores, 1, pm + mask_offset, mask_step, row, n);
+        }
+        vmath::SoftmaxRow(row, row, n);
+        if (quantize)
+          QuantizeSpan(row, n, params, static_cast<uint8_t*>(out.raw()) + r * n * out_size);
+      }
+    });
+  }
+
+ private:
+  bool mask_first_;
+  int64_t min_rank_;
 };
 
 class BinaryKernel : public OpKernel {
@@ -193,6 +505,27 @@ void RegisterFloatOps(KernelRegistry& r) {
                 [](const Node&, const std::vector<DType>& t) { return std::vector<DType>{t[0]}; },
                 Make<BinaryKernel>(op)});
   r.Register({kOnnxDomain, "Relu", 6, 1 << 30, AllFloat32, Float32Output, Make<ReluKernel>()});
+  r.Register(
+      {kOctetDomain, kFloatAttentionOp, 1, 1 << 30,
+       [](const Node& n, const std::vector<DType>& t) { return t.size() == 5 && AllFloat32(n, t); },
+       Float32Output,
+       [](const KernelInit& init) { return std::make_unique<FloatAttentionKernel>(init); }});
+  r.Register({kOctetDomain, kMaskedSoftmaxOp, 1, 1 << 30,
+              [](const Node&, const std::vector<DType>& t) {
+                const bool byte_x = t.size() > 1 && (t[0] == DType::kUInt8 || t[0] == DType::kInt8);
+                return t.size() == 5 && (t[0] == DType::kFloat32 || byte_x) &&
+                       t[1] == (byte_x ? DType::kFloat32 : DType::kUndefined) &&
+                       t[2] == DType::kFloat32 &&
+                       OneOf(t[3], {DType::kFloat32, DType::kUndefined}) &&
+                       OneOf(t[4], {DType::kUInt8, DType::kInt8, DType::kUndefined}) &&
+                       (t[4] == DType::kUndefined || t[3] == DType::kFloat32);
+              },
+              [](const Node&, const std::vector<DType>& t) {
+                return std::vector<DType>{t[4] != DType::kUndefined   ? t[4]
+                                          : t[3] != DType::kUndefined ? DType::kUInt8
+                                                                      : DType::kFloat32};
+              },
+              [](const KernelInit& init) { return std::make_unique<MaskedSoftmaxKernel>(init); }});
 }
 
 }  // namespace octet

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <vector>
 
+#include "rewrite/float_attention.h"
 #include "rewrite/float_gelu.h"
 #include "rewrite/integer_matmul_float.h"
 #include "rewrite/qdq_activation.h"
@@ -35,9 +36,11 @@ QdqReport RunQdqPasses(Graph& graph) {
   FuseQdqBinary(graph, report, ort_uint8_values);
   FoldMatMulIntegerToFloat(graph, report);
   FuseFloatGelu(graph, report);
+  FuseFloatAttention(graph, report);
   MergeSliceChains(graph, report);
   // OCTET_QDQ_LOOKUP=0: the control for the lookup tables alone (every other pass runs).
   if (!EnvIs("OCTET_QDQ_LOOKUP", "0")) FoldPointwiseChainsToTables(graph, report);
+  FuseMaskedSoftmax(graph, report);  // after the tables: it takes one in
   return report;
 }
 

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -78,13 +79,12 @@ std::vector<float> RunSgemm(const Problem& p, SgemmPath path, Packing packing, T
   std::vector<float> c(p.M * ldc, -7.f);  // garbage the product must overwrite
   SgemmPacked packed_a = SgemmPackA(p.a.data(), p.M, p.K, p.lda, path);
   SgemmPacked packed_b = SgemmPackB(p.b.data(), p.K, p.N, p.ldb, path);
-  // Row-major operands pack for the active path; pair them with a packed one
-  // so that `path` is the one that runs.
+  // With a packed operand its path runs, otherwise the one asked for.
   const SgemmOperand a = packing == Packing::kB ? SgemmOperand::RowMajor(p.a.data(), p.lda)
                                                 : SgemmOperand::Packed(packed_a);
   const SgemmOperand b = packing == Packing::kA ? SgemmOperand::RowMajor(p.b.data(), p.ldb)
                                                 : SgemmOperand::Packed(packed_b);
-  Sgemm(p.M, p.N, p.K, a, b, c.data(), ldc, pool);
+  Sgemm(p.M, p.N, p.K, a, b, c.data(), ldc, pool, path);
   std::vector<float> dense(p.M * p.N);
   for (int64_t i = 0; i < p.M; ++i) {
     std::memcpy(&dense[i * p.N], &c[i * ldc], p.N * sizeof(float));
@@ -99,9 +99,10 @@ bool SameBits(const std::vector<float>& x, const std::vector<float>& y) {
 
 TEST(Sgemm, MatchesDoubleAndFmaChainOnEveryPathAndThreadCount) {
   ThreadPool pool2(2), pool3(3);
-  const int64_t shapes[][3] = {{1, 1, 1},    {1, 37, 5},    {13, 1, 9},    {5, 7, 1},
-                               {12, 32, 16}, {25, 65, 300}, {37, 95, 513}, {130, 70, 260},
-                               {6, 200, 3},  {64, 49, 576}};
+  const int64_t shapes[][3] = {{1, 1, 1},    {1, 37, 5},     {13, 1, 9},     {5, 7, 1},
+                               {12, 32, 16}, {25, 65, 300},  {37, 95, 513},  {130, 70, 260},
+                               {6, 200, 3},  {64, 49, 576},  {128, 128, 32}, {128, 32, 128},
+                               {29, 45, 7},  {100, 33, 256}, {7, 70, 40},    {3, 17, 257}};
   uint32_t seed = 1;
   for (const auto& s : shapes) {
     const Problem p = MakeProblem(s[0], s[1], s[2], seed++, /*a_pad=*/3, /*b_pad=*/5);
@@ -110,12 +111,30 @@ TEST(Sgemm, MatchesDoubleAndFmaChainOnEveryPathAndThreadCount) {
     for (SgemmPath path : SupportedPaths())
       for (Packing packing : {Packing::kNone, Packing::kA, Packing::kB})
         for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool2, &pool3}) {
-          if (packing == Packing::kNone && path != SgemmPathFor(ActiveIsa())) continue;
           const std::vector<float> c = RunSgemm(p, path, packing, pool, /*ldc_pad=*/2);
           EXPECT_TRUE(SameBits(c, chain))
               << SgemmPathName(path) << " " << s[0] << "x" << s[1] << "x" << s[2] << " packing "
               << int(packing) << " threads " << (pool ? pool->num_threads() : 1);
         }
+  }
+}
+
+TEST(Sgemm, PacksBFromItsTranspose) {
+  for (const auto& s : std::vector<std::array<int64_t, 3>>{{7, 32, 5}, {12, 100, 33}, {3, 16, 1}}) {
+    const int64_t M = s[0], N = s[1], K = s[2];
+    Problem p = MakeProblem(M, N, K, 40 + static_cast<uint32_t>(N), 2, 0);
+    // The transpose of B, N rows of K with leading dimension K + 3.
+    std::vector<float> b_t(N * (K + 3), 9.f);
+    for (int64_t q = 0; q < K; ++q)
+      for (int64_t j = 0; j < N; ++j) b_t[j * (K + 3) + q] = p.b[q * p.ldb + j];
+    const std::vector<float> chain = FmaChain(p);
+    for (SgemmPath path : SupportedPaths()) {
+      const SgemmPacked packed = SgemmPackBTransposed(b_t.data(), K, N, K + 3, path);
+      std::vector<float> c(M * N, -7.f);
+      Sgemm(M, N, K, SgemmOperand::RowMajor(p.a.data(), p.lda), SgemmOperand::Packed(packed),
+            c.data(), N, nullptr);
+      EXPECT_TRUE(SameBits(c, chain)) << SgemmPathName(path) << " " << M << "x" << N << "x" << K;
+    }
   }
 }
 

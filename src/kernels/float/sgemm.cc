@@ -21,12 +21,12 @@ struct PathShape {
 
 // Scalar fallback with the same fma chain as the vector kernels.
 void MicroKernelScalar(int64_t kc, const float* a, int64_t a_row_step, int64_t a_k_step,
-                       const float* b, float* c, int64_t ldc, bool accumulate) {
+                       const float* b, int64_t b_k_step, float* c, int64_t ldc, bool accumulate) {
   constexpr int kRows = sgemm::kScalarRows, kCols = sgemm::kScalarCols;
   float acc[kRows][kCols];
   for (int i = 0; i < kRows; ++i)
     for (int j = 0; j < kCols; ++j) acc[i][j] = accumulate ? c[i * ldc + j] : 0.f;
-  for (int64_t p = 0; p < kc; ++p, a += a_k_step, b += kCols)
+  for (int64_t p = 0; p < kc; ++p, a += a_k_step, b += b_k_step)
     for (int i = 0; i < kRows; ++i)
       for (int j = 0; j < kCols; ++j) acc[i][j] = std::fma(a[i * a_row_step], b[j], acc[i][j]);
   for (int i = 0; i < kRows; ++i)
@@ -66,9 +66,14 @@ std::shared_ptr<float> AllocateFloats(int64_t count) {
   return std::shared_ptr<float>(p, [](float* q) { std::free(q); });
 }
 
+// Whether n work items of `work` multiply-adds in all go to the pool.
+bool Splits(ThreadPool* pool, int64_t n, int64_t work) {
+  return pool && pool->num_threads() > 1 && n > 1 && work >= kParallelMinMacs;
+}
+
 void ForRange(ThreadPool* pool, int64_t n, int64_t work,
               const std::function<void(int64_t, int64_t)>& fn) {
-  if (pool && pool->num_threads() > 1 && n > 1 && work >= kParallelMinMacs) {
+  if (Splits(pool, n, work)) {
     pool->ParallelFor(n, fn);
   } else if (n > 0) {
     fn(0, n);
@@ -86,7 +91,8 @@ void PackLines(const float* src, int64_t stride, int64_t K, float* out) {
 }
 
 // Packs `rows` lines of length K into panels of `panel` lines, each K x panel.
-// Line r, element p is src[r * row_stride + p * elem_stride].
+// Line r, element p is src[r * row_stride + p * elem_stride]: A's rows, B's
+// columns, or B's columns read from B's transpose (elem_stride 1).
 SgemmPacked Pack(const float* src, int64_t rows, int64_t K, int64_t row_stride, int64_t elem_stride,
                  SgemmPath path, bool is_a, ThreadPool* pool) {
   const PathShape shape = ShapeFor(path);
@@ -102,11 +108,16 @@ SgemmPacked Pack(const float* src, int64_t rows, int64_t K, int64_t row_stride, 
     for (int64_t q = begin; q < end; ++q) {
       float* out = dst + q * K * width;
       const int64_t first = q * width, valid = std::min(width, rows - first);
-      if (elem_stride == 1) {  // A: lines are rows, gather one k across them
+      if (elem_stride == 1) {  // A, or B from its transpose: gather one k across the lines
+        const float* lines = src + first * row_stride;
         if (valid == width && width == sgemm::kAvx512Rows) {
-          PackLines<sgemm::kAvx512Rows>(src + first * row_stride, row_stride, K, out);
+          PackLines<sgemm::kAvx512Rows>(lines, row_stride, K, out);
         } else if (valid == width && width == sgemm::kAvx2Rows) {
-          PackLines<sgemm::kAvx2Rows>(src + first * row_stride, row_stride, K, out);
+          PackLines<sgemm::kAvx2Rows>(lines, row_stride, K, out);
+        } else if (valid == width && width == sgemm::kAvx512Cols) {
+          PackLines<sgemm::kAvx512Cols>(lines, row_stride, K, out);
+        } else if (valid == width && width == sgemm::kAvx2Cols) {
+          PackLines<sgemm::kAvx2Cols>(lines, row_stride, K, out);
         } else {
           for (int64_t p = 0; p < K; ++p, out += width) {
             for (int64_t r = 0; r < valid; ++r) out[r] = src[(first + r) * row_stride + p];
@@ -170,15 +181,20 @@ SgemmPacked SgemmPackB(const float* b, int64_t K, int64_t N, int64_t ldb, SgemmP
   return Pack(b, N, K, 1, ldb, path, false, nullptr);
 }
 
+SgemmPacked SgemmPackBTransposed(const float* b_t, int64_t K, int64_t N, int64_t ld,
+                                 SgemmPath path) {
+  OCTET_CHECK(N >= 0 && K >= 0 && ld >= K, "float GEMM: cannot pack B of ", K, "x", N,
+              " from its transpose with leading dimension ", ld);
+  return Pack(b_t, N, K, ld, 1, path, false, nullptr);
+}
+
 void Sgemm(int64_t M, int64_t N, int64_t K, const SgemmOperand& a, const SgemmOperand& b, float* c,
-           int64_t ldc, ThreadPool* pool) {
+           int64_t ldc, ThreadPool* pool, SgemmPath row_major_path) {
   OCTET_CHECK(M >= 0 && N >= 0 && K >= 0 && ldc >= N, "float GEMM: invalid sizes M=", M, " N=", N,
               " K=", K, " ldc=", ldc);
   OCTET_CHECK(a.packed || a.ld >= K, "float GEMM: A's leading dimension ", a.ld, " < K=", K);
   OCTET_CHECK(b.packed || b.ld >= N, "float GEMM: B's leading dimension ", b.ld, " < N=", N);
-  const SgemmPath path = a.packed   ? a.packed->path
-                         : b.packed ? b.packed->path
-                                    : SgemmPathFor(ActiveIsa());
+  const SgemmPath path = a.packed ? a.packed->path : b.packed ? b.packed->path : row_major_path;
   if (a.packed) CheckPacked(*a.packed, M, K, path, true);
   if (b.packed) CheckPacked(*b.packed, N, K, path, false);
   if (M == 0 || N == 0) return;
@@ -189,20 +205,8 @@ void Sgemm(int64_t M, int64_t N, int64_t K, const SgemmOperand& a, const SgemmOp
   const int64_t macs = M * N * K;
   const PathShape shape = ShapeFor(path);
   const int64_t mr = shape.mr, nr = shape.nr;
-  // A row-major A is read in place, mr rows at a time (the kernel broadcasts each
-  // element, so packing it would only copy it); only a last partial panel is packed,
-  // padded with zero rows, so the kernel never reads past A.
-  const int64_t full_a_panels = a.packed ? 0 : M / mr;
-  SgemmPacked a_local, b_local;
-  if (!a.packed && full_a_panels * mr < M)
-    a_local = Pack(a.data + full_a_panels * mr * a.ld, M - full_a_panels * mr, K, a.ld, 1, path,
-                   true, nullptr);
-  if (!b.packed)
-    b_local = Pack(b.data, N, K, 1, b.ld, path, false, macs >= kParallelMinMacs ? pool : nullptr);
-  const SgemmPacked& pa = a.packed ? *a.packed : a_local;
-  const SgemmPacked& pb = b.packed ? *b.packed : b_local;
-
   const int64_t m_panels = (M + mr - 1) / mr, n_panels = (N + nr - 1) / nr;
+
   // Work items are blocks of row panels x column panels. Every C element's fma
   // chain is the same however the blocks fall, so the split may follow the
   // thread count freely: at least 4 items per thread when the shape allows.
@@ -221,9 +225,30 @@ void Sgemm(int64_t M, int64_t N, int64_t K, const SgemmOperand& a, const SgemmOp
   const int64_t cols_per_block = (n_panels + col_blocks - 1) / col_blocks;
   row_blocks = (m_panels + rows_per_block - 1) / rows_per_block;
   col_blocks = (n_panels + cols_per_block - 1) / cols_per_block;
+  const bool parallel = Splits(pool, row_blocks * col_blocks, macs);
 
-  const float* a_data = pa.data.get();
-  const float* b_data = pb.data.get();
+  // Row-major operands are read in place, A mr rows and B nr columns at a time
+  // (A: the kernel broadcasts each element, so packing would only copy it; B:
+  // packing pays only when a k block of a panel is reused by many row panels).
+  // A last partial panel is either packed, padded with zeros, or, on one thread
+  // with one k block, shifted back to end at the matrix edge: it then recomputes
+  // a few rows (columns) of the previous panel with the same chains, so the same
+  // bits are stored twice, and nothing is copied.
+  const bool single_pass = K <= kBlockK && !parallel;
+  const bool b_in_place = !b.packed && (K <= kBlockK || M <= kBlockRows);
+  const bool a_shift = !a.packed && single_pass && M > mr && M % mr != 0;
+  const bool b_shift = b_in_place && single_pass && N > nr && N % nr != 0;
+  const int64_t a_full = a.packed ? 0 : a_shift ? m_panels : M / mr;
+  const int64_t b_full = !b_in_place ? 0 : b_shift ? n_panels : N / nr;
+  SgemmPacked a_local, b_local;
+  if (a_full * mr < M && !a.packed)
+    a_local = Pack(a.data + a_full * mr * a.ld, M - a_full * mr, K, a.ld, 1, path, true, nullptr);
+  if (b_full * nr < N && !b.packed)
+    b_local = Pack(b.data + b_full * nr, N - b_full * nr, K, 1, b.ld, path, false,
+                   b_full == 0 && macs >= kParallelMinMacs ? pool : nullptr);
+  const float* a_data = a.packed ? a.packed->data.get() : a_local.data.get();
+  const float* b_data = b.packed ? b.packed->data.get() : b_local.data.get();
+
   auto run_items = [&](int64_t begin, int64_t end) {
     alignas(64) float edge[kMaxTile] = {};
     for (int64_t item = begin; item < end; ++item) {
@@ -235,25 +260,31 @@ void Sgemm(int64_t M, int64_t N, int64_t K, const SgemmOperand& a, const SgemmOp
         const int64_t kc = std::min(kBlockK, K - pc);
         const bool accumulate = pc > 0;
         for (int64_t j = j0; j < j1; ++j) {
-          const float* b_panel = b_data + (j * K + pc) * nr;
-          const int64_t cols = std::min(nr, N - j * nr);
+          const int64_t first_col = j < b_full ? std::min(j * nr, N - nr) : j * nr;
+          const int64_t cols = std::min(nr, N - first_col);
+          const float* b_panel = j < b_full ? b.data + pc * b.ld + first_col
+                                 : b.packed ? b_data + (j * K + pc) * nr
+                                            : b_data + pc * nr;
+          const int64_t b_k_step = j < b_full ? b.ld : nr;
           for (int64_t i = i0; i < i1; ++i) {
-            const bool in_place = i < full_a_panels;
-            const float* a_panel = in_place   ? a.data + i * mr * a.ld + pc
+            const int64_t first_row = i < a_full ? std::min(i * mr, M - mr) : i * mr;
+            const int64_t rows = std::min(mr, M - first_row);
+            const float* a_panel = i < a_full ? a.data + first_row * a.ld + pc
                                    : a.packed ? a_data + (i * K + pc) * mr
                                               : a_data + pc * mr;
-            const int64_t a_row_step = in_place ? a.ld : 1, a_k_step = in_place ? 1 : mr;
-            const int64_t rows = std::min(mr, M - i * mr);
-            float* tile = c + i * mr * ldc + j * nr;
+            const int64_t a_row_step = i < a_full ? a.ld : 1, a_k_step = i < a_full ? 1 : mr;
+            float* tile = c + first_row * ldc + first_col;
             if (rows == mr && cols == nr) {
-              shape.kernel(kc, a_panel, a_row_step, a_k_step, b_panel, tile, ldc, accumulate);
+              shape.kernel(kc, a_panel, a_row_step, a_k_step, b_panel, b_k_step, tile, ldc,
+                           accumulate);
               continue;
             }
             // An edge tile runs on a full-size copy; only its valid part is kept.
             if (accumulate)
               for (int64_t r = 0; r < rows; ++r)
                 std::memcpy(edge + r * nr, tile + r * ldc, cols * sizeof(float));
-            shape.kernel(kc, a_panel, a_row_step, a_k_step, b_panel, edge, nr, accumulate);
+            shape.kernel(kc, a_panel, a_row_step, a_k_step, b_panel, b_k_step, edge, nr,
+                         accumulate);
             for (int64_t r = 0; r < rows; ++r)
               std::memcpy(tile + r * ldc, edge + r * nr, cols * sizeof(float));
           }
@@ -261,7 +292,11 @@ void Sgemm(int64_t M, int64_t N, int64_t K, const SgemmOperand& a, const SgemmOp
       }
     }
   };
-  ForRange(pool, row_blocks * col_blocks, macs, run_items);
+  if (parallel) {
+    pool->ParallelFor(row_blocks * col_blocks, run_items);
+  } else {
+    run_items(0, row_blocks * col_blocks);
+  }
 }
 
 }  // namespace octet

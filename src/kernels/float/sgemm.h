@@ -41,6 +41,10 @@ SgemmPacked SgemmPackA(const float* a, int64_t M, int64_t K, int64_t lda,
 SgemmPacked SgemmPackB(const float* b, int64_t K, int64_t N, int64_t ldb,
                        SgemmPath path = SgemmPathFor(ActiveIsa()));
 
+// Packs B (K x N) given as its transpose: N rows of K, b_t[j * ld + p] = B[p][j].
+SgemmPacked SgemmPackBTransposed(const float* b_t, int64_t K, int64_t N, int64_t ld,
+                                 SgemmPath path = SgemmPathFor(ActiveIsa()));
+
 // An operand as the GEMM reads it: either row-major memory or packed.
 struct SgemmOperand {
   const float* data = nullptr;  // row-major, when packed is null
@@ -51,10 +55,11 @@ struct SgemmOperand {
 };
 
 // C (leading dimension ldc >= N) = A * B. Packed operands must match M/K/N
-// and have the same path; row-major operands are packed for that path (or for
-// the active one). pool may be null (runs on the caller). Throws octet::Error
-// on negative sizes, too-small leading dimensions or mismatched packing.
+// and have the same path, which then runs; with both operands row-major,
+// `row_major_path` runs. pool may be null (runs on the caller). Throws
+// octet::Error on negative sizes, too-small leading dimensions or mismatched
+// packing.
 void Sgemm(int64_t M, int64_t N, int64_t K, const SgemmOperand& a, const SgemmOperand& b, float* c,
-           int64_t ldc, ThreadPool* pool);
+           int64_t ldc, ThreadPool* pool, SgemmPath row_major_path = SgemmPathFor(ActiveIsa()));
 
 }  // namespace octet

@@ -1,5 +1,5 @@
 // AVX2 float micro-kernel: 6 rows x 16 columns (12 ymm accumulators),
-// B read as two ymm per k, A broadcast one element at a time.
+// B read as two ymm per k (packed or in place), A broadcast one element at a time.
 #include <immintrin.h>
 
 #include "kernels/float/sgemm_kernels.h"
@@ -7,7 +7,7 @@
 namespace octet::sgemm {
 
 void MicroKernelAvx2(int64_t kc, const float* a, int64_t a_row_step, int64_t a_k_step,
-                     const float* b, float* c, int64_t ldc, bool accumulate) {
+                     const float* b, int64_t b_k_step, float* c, int64_t ldc, bool accumulate) {
   constexpr int kRows = kAvx2Rows;
   static_assert(kAvx2Cols == 16);
   __m256 acc[kRows][2];
@@ -17,7 +17,7 @@ void MicroKernelAvx2(int64_t kc, const float* a, int64_t a_row_step, int64_t a_k
     acc[i][1] = accumulate ? _mm256_loadu_ps(c + i * ldc + 8) : _mm256_setzero_ps();
   }
   for (int64_t p = 0; p < kc; ++p) {
-    const __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
+    const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
 #pragma GCC unroll 6
     for (int i = 0; i < kRows; ++i) {
       const __m256 ai = _mm256_broadcast_ss(a + i * a_row_step);
@@ -25,7 +25,7 @@ void MicroKernelAvx2(int64_t kc, const float* a, int64_t a_row_step, int64_t a_k
       acc[i][1] = _mm256_fmadd_ps(ai, b1, acc[i][1]);
     }
     a += a_k_step;
-    b += 16;
+    b += b_k_step;
   }
 #pragma GCC unroll 6
   for (int i = 0; i < kRows; ++i) {

@@ -1,0 +1,188 @@
+#include "rewrite/float_attention.h"
+
+#include <string>
+#include <vector>
+
+#include "rewrite/qdq_lookup.h"
+#include "rewrite/qdq_util.h"
+
+namespace octet {
+
+namespace {
+
+bool IsOnnxOp(const Graph& g, int node, const char* op, size_t inputs) {
+  return node >= 0 && g.nodes[node].domain == kOnnxDomain && g.nodes[node].op_type == op &&
+         g.nodes[node].inputs.size() == inputs && g.nodes[node].outputs.size() == 1;
+}
+
+// Softmax over the last axis: axis=-1 written, or left out from opset 13 on.
+bool SoftmaxOverLastAxis(const Node& n) {
+  const auto it = n.attributes.find("axis");
+  return it == n.attributes.end() ? n.opset >= 13 : n.GetInt("axis", 0) == -1;
+}
+
+// One constant value of `type` (any shape).
+bool IsOneConstant(const Graph& g, int value, std::initializer_list<DType> types) {
+  const Tensor* t = value >= 0 ? ConstantValue(g, value) : nullptr;
+  if (!t || t->numel() != 1) return false;
+  for (DType type : types)
+    if (t->dtype() == type) return true;
+  return false;
+}
+
+// [batch, heads, sequence, size] from [batch, sequence, heads, size], and k_t's form.
+const std::vector<int64_t> kHeadsOut = {0, 2, 1, 3}, kKeysOut = {0, 2, 3, 1};
+
+}  // namespace
+
+void FuseFloatAttention(Graph& g, QdqReport& report) {
+  const std::vector<std::vector<int>> consumers = ConsumersOf(g);
+  std::vector<bool> removed(g.nodes.size(), false);
+  bool changed = false;
+  // The node reading `value` alone, if it is `op` with `inputs` inputs.
+  auto next = [&](int value, const char* op, size_t inputs) {
+    const int node = SoleConsumer(g, consumers, value);
+    return IsOnnxOp(g, node, op, inputs) && !removed[node] ? node : -1;
+  };
+  // The Transpose(perm) that makes `value` for `consumer` alone.
+  auto transpose_into = [&](int value, const std::vector<int64_t>& perm, int consumer) {
+    const int node = value >= 0 ? g.values[value].producer : -1;
+    return IsOnnxOp(g, node, "Transpose", 1) && !removed[node] &&
+                   g.nodes[node].GetInts("perm") == perm &&
+                   SoleConsumer(g, consumers, value) == consumer
+               ? node
+               : -1;
+  };
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    if (!IsOnnxOp(g, static_cast<int>(n), "MatMul", 2) || removed[n]) continue;
+    const Node& scores = g.nodes[n];
+    const int q = scores.inputs[0];
+    if (KnownDType(g, q) != DType::kFloat32 && KnownDType(g, q) != DType::kUndefined) continue;
+    const int div = next(scores.outputs[0], "Div", 2);
+    if (div < 0 || g.nodes[div].inputs[0] != scores.outputs[0]) continue;
+    const int scaled = g.nodes[div].outputs[0];
+    const int add = next(scaled, "Add", 2);
+    if (add < 0) continue;
+    const bool mask_first = g.nodes[add].inputs[1] == scaled;
+    const int mask = g.nodes[add].inputs[mask_first ? 0 : 1];
+    if (mask == scaled) continue;
+    const int softmax = next(g.nodes[add].outputs[0], "Softmax", 1);
+    if (softmax < 0 || !SoftmaxOverLastAxis(g.nodes[softmax])) continue;
+    const int context = next(g.nodes[softmax].outputs[0], "MatMul", 2);
+    if (context < 0 || g.nodes[context].inputs[0] != g.nodes[softmax].outputs[0]) continue;
+
+    // The heads' transposes around it, taken in when all four are there.
+    const int k_t = scores.inputs[1], v = g.nodes[context].inputs[1];
+    const int q_split = transpose_into(q, kHeadsOut, static_cast<int>(n));
+    const int k_split = transpose_into(k_t, kKeysOut, static_cast<int>(n));
+    const int v_split = transpose_into(v, kHeadsOut, context);
+    int merge = next(g.nodes[context].outputs[0], "Transpose", 1);
+    if (merge >= 0 && g.nodes[merge].GetInts("perm") != kHeadsOut) merge = -1;
+    const bool heads_inner = q_split >= 0 && k_split >= 0 && v_split >= 0 && merge >= 0;
+
+    Node fused;
+    fused.name = (scores.name.empty() ? "node" + std::to_string(n) : scores.name) + "/attention";
+    fused.op_type = kFloatAttentionOp;
+    fused.domain = kOctetDomain;
+    fused.opset = 1;
+    if (heads_inner) {
+      fused.inputs = {g.nodes[q_split].inputs[0], g.nodes[k_split].inputs[0],
+                      g.nodes[div].inputs[1], mask, g.nodes[v_split].inputs[0]};
+      fused.outputs = {g.nodes[merge].outputs[0]};
+      fused.attributes["heads_inner"] = Attribute::Int(1);
+    } else {
+      fused.inputs = {q, k_t, g.nodes[div].inputs[1], mask, v};
+      fused.outputs = {g.nodes[context].outputs[0]};
+    }
+    if (mask_first) fused.attributes["mask_first"] = Attribute::Int(1);
+    report.Fuse(scores, heads_inner
+                            ? "octet.FloatAttention (float; Transpose x3, MatMul, Div, Add, "
+                              "Softmax, MatMul, Transpose folded)"
+                            : "octet.FloatAttention (float; MatMul, Div, Add, Softmax, "
+                              "MatMul folded)");
+    for (int node : {static_cast<int>(n), div, add, softmax, context}) removed[node] = true;
+    if (heads_inner)
+      for (int node : {q_split, k_split, v_split}) removed[node] = true;
+    const int keep = heads_inner ? merge : context;
+    removed[keep] = false;
+    g.nodes[keep] = std::move(fused);
+    changed = true;
+  }
+  if (changed) RemoveNodes(g, removed);
+}
+
+void FuseMaskedSoftmax(Graph& g, QdqReport& report) {
+  const std::vector<std::vector<int>> consumers = ConsumersOf(g);
+  std::vector<bool> removed(g.nodes.size(), false);
+  bool changed = false;
+  auto producer = [&](int value) { return value >= 0 ? g.values[value].producer : -1; };
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    if (!IsOnnxOp(g, static_cast<int>(n), "Softmax", 1) || removed[n] ||
+        !SoftmaxOverLastAxis(g.nodes[n]))
+      continue;
+    const int add = producer(g.nodes[n].inputs[0]);
+    if (!IsOnnxOp(g, add, "Add", 2) || removed[add] ||
+        SoleConsumer(g, consumers, g.nodes[add].outputs[0]) != static_cast<int>(n))
+      continue;
+    // The scores: a float lookup of 8-bit data read by the Add alone, else the first input.
+    int x = g.nodes[add].inputs[0], table = -1, lookup = -1;
+    bool mask_first = false;
+    for (int i = 0; i < 2; ++i) {
+      const int p = producer(g.nodes[add].inputs[i]);
+      if (p < 0 || removed[p] || g.nodes[p].domain != kOctetDomain ||
+          g.nodes[p].op_type != kLookupTableOp || g.nodes[p].inputs.size() != 2 ||
+          SoleConsumer(g, consumers, g.nodes[add].inputs[i]) != add)
+        continue;
+      const Tensor* entries = ConstantValue(g, g.nodes[p].inputs[1]);
+      if (!entries || entries->dtype() != DType::kFloat32) continue;
+      lookup = p;
+      x = g.nodes[p].inputs[0];
+      table = g.nodes[p].inputs[1];
+      mask_first = i == 1;
+      break;
+    }
+    const int mask = g.nodes[add].inputs[mask_first ? 0 : 1];
+    if (lookup < 0 && KnownDType(g, x) != DType::kFloat32) continue;
+    // The quantization: one constant scale and an 8-bit zero point (or none).
+    int quantize = SoleConsumer(g, consumers, g.nodes[n].outputs[0]);
+    if (quantize >= 0) {
+      const Node& q = g.nodes[quantize];
+      const bool fits =
+          !removed[quantize] && q.domain == kOnnxDomain && q.op_type == "QuantizeLinear" &&
+          (q.inputs.size() == 2 || q.inputs.size() == 3) && q.outputs.size() == 1 &&
+          q.attributes.count("block_size") == 0 && q.attributes.count("output_dtype") == 0 &&
+          IsOneConstant(g, q.inputs[1], {DType::kFloat32}) &&
+          (q.inputs.size() == 2 || q.inputs[2] < 0 ||
+           IsOneConstant(g, q.inputs[2], {DType::kUInt8, DType::kInt8}));
+      if (!fits) quantize = -1;
+    }
+    const Node& last = g.nodes[quantize >= 0 ? quantize : static_cast<int>(n)];
+
+    Node fused;
+    fused.name = (g.nodes[add].name.empty() ? "node" + std::to_string(add) : g.nodes[add].name) +
+                 "/masked_softmax";
+    fused.op_type = kMaskedSoftmaxOp;
+    fused.domain = kOctetDomain;
+    fused.opset = 1;
+    fused.inputs = {x, table, mask, -1, -1};
+    if (quantize >= 0) {
+      fused.inputs[3] = last.inputs[1];
+      if (last.inputs.size() == 3) fused.inputs[4] = last.inputs[2];
+    }
+    fused.outputs = {last.outputs[0]};
+    if (mask_first) fused.attributes["mask_first"] = Attribute::Int(1);
+    if (lookup >= 0)
+      fused.attributes["min_rank"] = Attribute::Int(g.nodes[lookup].GetInt("min_rank", 0));
+    report.Fuse(g.nodes[add], std::string("octet.MaskedSoftmax (") +
+                                  (lookup >= 0 ? "LookupTable, " : "") + "Add, Softmax" +
+                                  (quantize >= 0 ? ", QuantizeLinear" : "") + " folded)");
+    const int keep = quantize >= 0 ? quantize : static_cast<int>(n);
+    for (int node : {lookup, add, static_cast<int>(n), quantize})
+      if (node >= 0 && node != keep) removed[node] = true;
+    g.nodes[keep] = std::move(fused);
+    changed = true;
+  }
+  if (changed) RemoveNodes(g, removed);
+}
+
+}  // namespace octet

@@ -1,0 +1,39 @@
+// The float attention of exported encoders (tools/models/build_minilm.py and
+// the dynamic-quantized models keep it in float):
+//
+//   y = MatMul(Softmax(Add(Div(MatMul(q, k_t), divisor), mask), axis=-1), v)
+//
+// becomes one octet.FloatAttention(q, k_t, divisor, mask, v) (ops/float_ops.cc),
+// which runs each head of each sequence start to end with its scores in cache
+// instead of five passes over the whole scores tensor. Each element takes the
+// same operations as in the five nodes, so the result has the same bits. The
+// intermediate values must have no other reader and not be graph outputs.
+// When q and v come from Transpose(perm=[0,2,1,3]), k_t from
+// Transpose(perm=[0,2,3,1]) and y goes to Transpose(perm=[0,2,1,3]) (the
+// heads split off and merged back), those four are taken in too
+// (heads_inner=1): each head is read and written in place.
+#pragma once
+
+#include "graph/graph.h"
+#include "rewrite/qdq_matmul.h"
+
+namespace octet {
+
+inline constexpr const char* kFloatAttentionOp = "FloatAttention";  // domain kOctetDomain
+
+void FuseFloatAttention(Graph& g, QdqReport& report);
+
+// The scores of quantized attention after the QDQ passes (rewrite/qdq_lookup.h made
+// the dequantization a table):
+//
+//   y = QuantizeLinear(Softmax(Add(LookupTable(x, table), mask), axis=-1), scale, zero_point)
+//
+// becomes one octet.MaskedSoftmax(x, table, mask, scale, zero_point), which takes
+// each row from x to y in cache instead of three float passes over the scores. The
+// lookup and the quantization (one constant scale and zero point, 8-bit) are each
+// optional; the bits are those of the separate nodes. Runs after the lookup pass.
+inline constexpr const char* kMaskedSoftmaxOp = "MaskedSoftmax";  // domain kOctetDomain
+
+void FuseMaskedSoftmax(Graph& g, QdqReport& report);
+
+}  // namespace octet

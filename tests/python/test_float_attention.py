@@ -1,0 +1,129 @@
+"""Attention steps fused by rewrite/float_attention.h.
+
+octet.FloatAttention: MatMul(q, k_t) -> Div -> Add(mask) -> Softmax(-1) -> MatMul(v), as
+the encoders keep it in float. octet.MaskedSoftmax: DequantizeLinear -> Div (a lookup
+table after the QDQ passes) -> Add(mask) -> Softmax(-1) -> QuantizeLinear, the scores of
+quantized attention. Fused, they must give the same bits as the nodes run one by one
+(OCTET_QDQ=0), with the mask on either side of the Add, on 1 and 2 threads, and stay
+within float tolerance (one quantization step) of ONNX Runtime. A chain whose scores are
+read elsewhere is left as written.
+"""
+
+import re
+import subprocess
+import sys
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import octet
+
+B, H, S, D = 2, 3, 20, 8
+
+
+def model(form):
+    heads = form == "heads_inner"
+    nodes = [helper.make_node("Transpose", ["q_in"], ["q"], perm=[0, 2, 1, 3]),
+             helper.make_node("Transpose", ["k_in"], ["k_t"], perm=[0, 2, 3, 1]),
+             helper.make_node("Transpose", ["v_in"], ["v"], perm=[0, 2, 1, 3])] if heads else []
+    nodes += [helper.make_node("MatMul", ["q", "k_t"], ["scores"]),
+             helper.make_node("Div", ["scores", "divisor"], ["scaled"]),
+             helper.make_node("Add", ["mask", "scaled"] if form == "mask_first"
+                              else ["scaled", "mask"], ["masked"]),
+             helper.make_node("Softmax", ["masked"], ["probs"], axis=-1),
+             helper.make_node("MatMul", ["probs", "v"], ["context" if heads else "y"])]
+    if heads:
+        nodes.append(helper.make_node("Transpose", ["context"], ["y"], perm=[0, 2, 1, 3]))
+    outputs = ["y"] + (["scores"] if form == "scores_read_elsewhere" else [])
+    f = lambda name, shape: helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)  # noqa
+    graph = helper.make_graph(
+        nodes, "attention",
+        [f("q_in", [B, S, H, D]), f("k_in", [B, S, H, D]), f("mask", [B, 1, 1, S]),
+         f("v_in", [B, S, H, D])] if heads else
+        [f("q", [B, H, S, D]), f("k_t", [B, H, D, S]), f("mask", [B, 1, 1, S]),
+         f("v", [B, H, S, D])],
+        [f(o, None) for o in outputs],
+        [numpy_helper.from_array(np.array(np.sqrt(D), np.float32), "divisor")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                             ir_version=10).SerializeToString()
+
+
+def inspect(model_bytes, tmp_path):
+    path = tmp_path / "attention.onnx"
+    path.write_bytes(model_bytes)
+    out = subprocess.run([sys.executable, "-m", "octet.cli", "inspect", str(path)],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+@pytest.mark.parametrize("form,fused", [("mask_last", True), ("mask_first", True),
+                                        ("heads_inner", True), ("scores_read_elsewhere", False)])
+def test_float_attention_fusion(form, fused, monkeypatch, tmp_path):
+    m = model(form)
+    rng = np.random.default_rng(7)
+    mask = np.where(rng.random((B, 1, 1, S)) < 0.2, -10000.0, 0.0)
+    if form == "heads_inner":
+        feeds = {name: rng.standard_normal((B, S, H, D)) for name in ("q_in", "k_in", "v_in")}
+    else:
+        feeds = {"q": rng.standard_normal((B, H, S, D)), "k_t": rng.standard_normal((B, H, D, S)),
+                 "v": rng.standard_normal((B, H, S, D))}
+    feeds["mask"] = mask
+    feeds = {k: v.astype(np.float32) for k, v in feeds.items()}
+    monkeypatch.delenv("OCTET_QDQ", raising=False)
+    report = inspect(m, tmp_path)
+    assert bool(re.search(r"-> octet\.FloatAttention", report)) == fused
+    assert ("Transpose x3" in report) == (form == "heads_inner")
+    theirs = ort.InferenceSession(m, providers=["CPUExecutionProvider"]).run(None, feeds)
+    for threads in (1, 2):
+        monkeypatch.delenv("OCTET_QDQ", raising=False)
+        ours = octet.InferenceSession(m, threads=threads).run(None, feeds)
+        monkeypatch.setenv("OCTET_QDQ", "0")
+        plain = octet.InferenceSession(m, threads=threads).run(None, feeds)
+        for a, b in zip(ours, plain):
+            np.testing.assert_array_equal(a.view(np.uint32), b.view(np.uint32))
+        for a, b in zip(ours, theirs):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def quantized_model(form):
+    nodes = [helper.make_node("DequantizeLinear", ["x", "x_scale", "x_zero"], ["scores"]),
+             helper.make_node("Div", ["scores", "divisor"], ["scaled"]),
+             helper.make_node("Add", ["mask", "scaled"] if form == "mask_first"
+                              else ["scaled", "mask"], ["masked"]),
+             helper.make_node("Softmax", ["masked"], ["probs"], axis=-1),
+             helper.make_node("QuantizeLinear", ["probs", "y_scale", "y_zero"], ["y"])]
+    outputs = ["y"] + (["masked"] if form == "masked_read_elsewhere" else [])
+    c = lambda name, v, t=np.float32: numpy_helper.from_array(np.array(v, t), name)  # noqa
+    graph = helper.make_graph(
+        nodes, "scores",
+        [helper.make_tensor_value_info("x", TensorProto.UINT8, [B, H, S, S]),
+         helper.make_tensor_value_info("mask", TensorProto.FLOAT, [B, 1, 1, S])],
+        [helper.make_tensor_value_info(o, TensorProto.UINT8 if o == "y" else TensorProto.FLOAT,
+                                       None) for o in outputs],
+        [c("x_scale", 0.07), c("x_zero", 121, np.uint8), c("divisor", np.sqrt(D)),
+         c("y_scale", 1 / 255), c("y_zero", 0, np.uint8)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                             ir_version=10).SerializeToString()
+
+
+@pytest.mark.parametrize("form,fused", [("mask_last", True), ("mask_first", True),
+                                        ("masked_read_elsewhere", False)])
+def test_masked_softmax_fusion(form, fused, monkeypatch, tmp_path):
+    m = quantized_model(form)
+    rng = np.random.default_rng(8)
+    feeds = {"x": rng.integers(0, 256, (B, H, S, S)).astype(np.uint8),
+             "mask": np.where(rng.random((B, 1, 1, S)) < 0.2, -10000.0, 0.0).astype(np.float32)}
+    monkeypatch.delenv("OCTET_QDQ", raising=False)
+    assert bool(re.search(r"-> octet\.MaskedSoftmax", inspect(m, tmp_path))) == fused
+    theirs = ort.InferenceSession(m, providers=["CPUExecutionProvider"]).run(None, feeds)
+    for threads in (1, 2):
+        monkeypatch.delenv("OCTET_QDQ", raising=False)
+        ours = octet.InferenceSession(m, threads=threads).run(None, feeds)
+        monkeypatch.setenv("OCTET_QDQ", "0")
+        plain = octet.InferenceSession(m, threads=threads).run(None, feeds)
+        for a, b in zip(ours, plain):
+            np.testing.assert_array_equal(a, b)
+        assert np.abs(ours[0].astype(int) - theirs[0].astype(int)).max() <= 1

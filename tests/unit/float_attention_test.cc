@@ -1,0 +1,224 @@
+// octet.FloatAttention and octet.MaskedSoftmax (ops/float_ops.cc) against the
+// nodes they replace, run one by one through the registry: the same bits on
+// every shape, both mask orders, every thread count, on their in-cache paths
+// and their fallbacks (broadcast batch dims, a divisor of several values, a
+// mask that widens the scores).
+#include "rewrite/float_attention.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+
+#include "int_op_test_util.h"
+#include "ops/registry.h"
+#include "rewrite/qdq_lookup.h"
+#include "runtime/thread_pool.h"
+
+namespace octet {
+namespace {
+
+Tensor Random(Shape shape, uint32_t seed, float scale) {
+  Tensor t(DType::kFloat32, std::move(shape));
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.f, scale);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(rng);
+  return t;
+}
+
+Tensor Unfused(const Tensor& q, const Tensor& k_t, const Tensor& divisor, const Tensor& mask,
+               const Tensor& v, bool mask_first) {
+  const Tensor scores = int_test::RunNode("MatMul", 13, {q, k_t});
+  const Tensor scaled = int_test::RunNode("Div", 14, {scores, divisor});
+  const Tensor masked = mask_first ? int_test::RunNode("Add", 14, {mask, scaled})
+                                   : int_test::RunNode("Add", 14, {scaled, mask});
+  const Tensor probs = int_test::RunNode("Softmax", 13, {masked}, {{"axis", Attribute::Int(-1)}});
+  return int_test::RunNode("MatMul", 13, {probs, v});
+}
+
+struct Case {
+  Shape q, k_t, divisor, mask, v;
+};
+
+TEST(FloatAttention, SameBitsAsTheFiveNodes) {
+  ThreadPool pool2(2), pool3(3);
+  const Case cases[] = {
+      {{2, 3, 10, 8}, {2, 3, 8, 13}, {}, {2, 1, 1, 13}, {2, 3, 13, 5}},  // per-head path
+      {{1, 2, 128, 32}, {1, 2, 32, 128}, {1}, {1, 1, 1, 128}, {1, 2, 128, 32}},
+      {{3, 7, 1}, {3, 1, 9}, {}, {7, 9}, {3, 9, 4}},                       // K = 1, 2-D mask
+      {{4, 5}, {5, 6}, {}, {6}, {6, 3}},                                   // no batch dims
+      {{2, 3, 10, 8}, {1, 3, 8, 13}, {}, {2, 1, 1, 13}, {2, 3, 13, 5}},    // broadcast batch
+      {{2, 3, 10, 8}, {2, 3, 8, 13}, {13}, {2, 1, 1, 13}, {2, 3, 13, 5}},  // divisor per column
+      {{2, 1, 10, 8}, {2, 1, 8, 13}, {}, {2, 3, 10, 13}, {2, 1, 13, 5}},   // mask widens scores
+  };
+  uint32_t seed = 1;
+  for (const Case& c : cases)
+    for (bool mask_first : {false, true}) {
+      const Tensor q = Random(c.q, seed++, 1.f), k_t = Random(c.k_t, seed++, 1.f);
+      const Tensor v = Random(c.v, seed++, 1.f), mask = Random(c.mask, seed++, 4.f);
+      Tensor divisor = Random(c.divisor, seed++, 1.f);
+      for (int64_t i = 0; i < divisor.numel(); ++i) divisor.data<float>()[i] += 3.f;
+      const Tensor expected = Unfused(q, k_t, divisor, mask, v, mask_first);
+      for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool2, &pool3}) {
+        int_test::NodeRun how{.domain = kOctetDomain, .pool = pool, .runs = 2};
+        if (mask_first) how.attributes["mask_first"] = Attribute::Int(1);
+        const Tensor got = int_test::RunNode(kFloatAttentionOp, 1, {q, k_t, divisor, mask, v}, how);
+        ASSERT_EQ(got.shape(), expected.shape()) << ShapeToString(c.q);
+        EXPECT_EQ(std::memcmp(got.raw(), expected.raw(), got.nbytes()), 0)
+            << ShapeToString(c.q) << " x " << ShapeToString(c.k_t) << " mask "
+            << ShapeToString(c.mask) << " mask_first " << mask_first << " threads "
+            << (pool ? pool->num_threads() : 1);
+      }
+    }
+}
+
+Tensor Transposed(const Tensor& x, std::vector<int64_t> perm) {
+  return int_test::RunNode("Transpose", 13, {x}, {{"perm", Attribute::Ints(std::move(perm))}});
+}
+
+TEST(FloatAttention, HeadsInnerSameBitsAsTheTransposesAndFiveNodes) {
+  ThreadPool pool2(2), pool3(3);
+  // q, k, v as [batch, sequence, heads, head size]; mask; divisor.
+  struct HeadsCase {
+    Shape q, k, v, mask, divisor;
+  };
+  const HeadsCase cases[] = {
+      {{2, 10, 3, 8}, {2, 13, 3, 8}, {2, 13, 3, 5}, {2, 1, 1, 13}, {}},  // per-head path
+      {{1, 128, 12, 32}, {1, 128, 12, 32}, {1, 128, 12, 32}, {1, 1, 1, 128}, {}},
+      {{3, 33, 2, 7}, {3, 40, 2, 7}, {3, 40, 2, 9}, {40}, {1}},
+      {{2, 10, 3, 8}, {1, 13, 3, 8}, {2, 13, 3, 5}, {2, 1, 1, 13}, {}},    // broadcast batch
+      {{2, 10, 3, 8}, {2, 13, 3, 8}, {2, 13, 3, 5}, {2, 1, 1, 13}, {13}},  // divisor per column
+  };
+  uint32_t seed = 50;
+  for (const HeadsCase& c : cases)
+    for (bool mask_first : {false, true}) {
+      const Tensor q = Random(c.q, seed++, 1.f), k = Random(c.k, seed++, 1.f);
+      const Tensor v = Random(c.v, seed++, 1.f), mask = Random(c.mask, seed++, 4.f);
+      Tensor divisor = Random(c.divisor, seed++, 1.f);
+      for (int64_t i = 0; i < divisor.numel(); ++i) divisor.data<float>()[i] += 3.f;
+      const Tensor expected =
+          Transposed(Unfused(Transposed(q, {0, 2, 1, 3}), Transposed(k, {0, 2, 3, 1}), divisor,
+                             mask, Transposed(v, {0, 2, 1, 3}), mask_first),
+                     {0, 2, 1, 3});
+      for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool2, &pool3}) {
+        int_test::NodeRun how{.domain = kOctetDomain, .pool = pool, .runs = 2};
+        how.attributes["heads_inner"] = Attribute::Int(1);
+        if (mask_first) how.attributes["mask_first"] = Attribute::Int(1);
+        const Tensor got = int_test::RunNode(kFloatAttentionOp, 1, {q, k, divisor, mask, v}, how);
+        ASSERT_EQ(got.shape(), expected.shape()) << ShapeToString(c.q);
+        EXPECT_EQ(std::memcmp(got.raw(), expected.raw(), got.nbytes()), 0)
+            << ShapeToString(c.q) << " x " << ShapeToString(c.k) << " mask "
+            << ShapeToString(c.mask) << " mask_first " << mask_first << " threads "
+            << (pool ? pool->num_threads() : 1);
+      }
+    }
+  // Heads inner needs rank 4.
+  const Tensor q3 = Random({2, 4, 8}, 1, 1.f), mask = Random({4}, 2, 1.f);
+  int_test::ExpectError(
+      [&] {
+        int_test::RunNode(kFloatAttentionOp, 1, {q3, q3, Random({}, 3, 1.f), mask, q3},
+                          int_test::NodeRun{.domain = kOctetDomain,
+                                            .attributes = {{"heads_inner", Attribute::Int(1)}}});
+      },
+      {"node_under_test", "[batch, sequence, heads, head size]"});
+}
+
+TEST(FloatAttention, RejectsMismatchedInnerDimensions) {
+  const Tensor q = Random({2, 4, 8}, 1, 1.f), k_t = Random({2, 7, 6}, 2, 1.f);
+  const Tensor v = Random({2, 6, 3}, 3, 1.f), mask = Random({6}, 4, 1.f),
+               divisor = Random({}, 5, 1.f);
+  int_test::ExpectError(
+      [&] {
+        int_test::RunNode(kFloatAttentionOp, 1, {q, k_t, divisor, mask, v},
+                          int_test::NodeRun{.domain = kOctetDomain});
+      },
+      {"node_under_test", "inner dimensions differ"});
+}
+
+Tensor RandomBytes(Shape shape, DType type, uint32_t seed) {
+  Tensor t(type, std::move(shape));
+  std::mt19937 rng(seed);
+  for (int64_t i = 0; i < t.numel(); ++i) static_cast<uint8_t*>(t.raw())[i] = rng() & 0xff;
+  return t;
+}
+
+Tensor Scalar(DType type, float value) {
+  Tensor t(type, {});
+  if (type == DType::kFloat32) t.data<float>()[0] = value;
+  if (type == DType::kUInt8) t.data<uint8_t>()[0] = static_cast<uint8_t>(value);
+  if (type == DType::kInt8) t.data<int8_t>()[0] = static_cast<int8_t>(value);
+  return t;
+}
+
+TEST(MaskedSoftmax, SameBitsAsTheSeparateNodes) {
+  ThreadPool pool2(2), pool3(3);
+  struct SoftmaxCase {
+    Shape x, mask;
+    DType x_type, zero_type;  // kFloat32 x: no table; kUndefined zero: no zero point
+    bool quantize;
+  };
+  const SoftmaxCase cases[] = {
+      {{2, 3, 10, 33}, {2, 1, 1, 33}, DType::kUInt8, DType::kUInt8, true},
+      {{2, 3, 10, 33}, {2, 1, 1, 33}, DType::kInt8, DType::kInt8, true},
+      {{4, 17}, {17}, DType::kUInt8, DType::kUndefined, true},
+      {{4, 17}, {4, 1}, DType::kInt8, DType::kUndefined, false},
+      {{3, 5, 16}, {3, 5, 16}, DType::kFloat32, DType::kUInt8, true},
+      {{3, 5, 16}, {1, 16}, DType::kFloat32, DType::kUndefined, false},
+      {{2, 1, 6, 9}, {2, 3, 1, 9}, DType::kUInt8, DType::kUInt8, true},  // mask widens x
+      {{1}, {1}, DType::kInt8, DType::kInt8, true},
+  };
+  uint32_t seed = 100;
+  for (const SoftmaxCase& c : cases)
+    for (bool mask_first : {false, true}) {
+      const bool byte_x = c.x_type != DType::kFloat32;
+      const Tensor x = byte_x ? RandomBytes(c.x, c.x_type, seed++) : Random(c.x, seed++, 3.f);
+      const Tensor table = Random({256}, seed++, 2.f), mask = Random(c.mask, seed++, 4.f);
+      const Tensor y_scale = Scalar(DType::kFloat32, 1.f / 255);
+      const Tensor zero = Scalar(c.zero_type == DType::kUndefined ? DType::kUInt8 : c.zero_type,
+                                 c.zero_type == DType::kInt8 ? -128.f : 0.f);
+      const Tensor scores = byte_x ? int_test::RunNode(kLookupTableOp, 1, {x, table},
+                                                       int_test::NodeRun{.domain = kOctetDomain})
+                                   : x;
+      const Tensor masked = mask_first ? int_test::RunNode("Add", 14, {mask, scores})
+                                       : int_test::RunNode("Add", 14, {scores, mask});
+      Tensor expected = int_test::RunNode("Softmax", 13, {masked}, {{"axis", Attribute::Int(-1)}});
+      std::vector<std::optional<Tensor>> quantize_inputs = {expected, y_scale};
+      if (c.zero_type != DType::kUndefined) quantize_inputs.push_back(zero);
+      if (c.quantize) expected = int_test::RunNode("QuantizeLinear", 19, quantize_inputs);
+
+      std::vector<std::optional<Tensor>> inputs = {x, std::nullopt, mask, std::nullopt,
+                                                   std::nullopt};
+      if (byte_x) inputs[1] = table;
+      if (c.quantize) inputs[3] = y_scale;
+      if (c.quantize && c.zero_type != DType::kUndefined) inputs[4] = zero;
+      for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool2, &pool3}) {
+        int_test::NodeRun how{.domain = kOctetDomain, .pool = pool, .runs = 2};
+        if (mask_first) how.attributes["mask_first"] = Attribute::Int(1);
+        const Tensor got = int_test::RunNode(kMaskedSoftmaxOp, 1, inputs, how);
+        ASSERT_EQ(got.shape(), expected.shape()) << ShapeToString(c.x);
+        ASSERT_EQ(got.dtype(), expected.dtype()) << ShapeToString(c.x);
+        EXPECT_EQ(std::memcmp(got.raw(), expected.raw(), got.nbytes()), 0)
+            << ShapeToString(c.x) << " mask " << ShapeToString(c.mask) << " mask_first "
+            << mask_first << " threads " << (pool ? pool->num_threads() : 1);
+      }
+    }
+}
+
+TEST(MaskedSoftmax, KeepsTheLookupsMinimumRank) {
+  const Tensor x = RandomBytes({5, 7}, DType::kUInt8, 1), table = Random({256}, 2, 2.f);
+  const Tensor mask = Random({7}, 3, 1.f);
+  const Tensor scores = int_test::RunNode(
+      kLookupTableOp, 1, {x, table},
+      int_test::NodeRun{.domain = kOctetDomain, .attributes = {{"min_rank", Attribute::Int(3)}}});
+  const Tensor expected =
+      int_test::RunNode("Softmax", 13, {int_test::RunNode("Add", 14, {scores, mask})},
+                        {{"axis", Attribute::Int(-1)}});
+  const Tensor got = int_test::RunNode(
+      kMaskedSoftmaxOp, 1, {x, table, mask, std::nullopt, std::nullopt},
+      int_test::NodeRun{.domain = kOctetDomain, .attributes = {{"min_rank", Attribute::Int(3)}}});
+  ASSERT_EQ(got.shape(), (Shape{1, 5, 7}));
+  EXPECT_EQ(std::memcmp(got.raw(), expected.raw(), got.nbytes()), 0);
+}
+
+}  // namespace
+}  // namespace octet
