@@ -112,8 +112,12 @@ ThreadPool* Pool(int threads) {
 
 constexpr int32_t kSentinel = 0x5A5A5A5A;
 
+// How CheckCase requantizes: not at all, per output channel, or with one
+// multiplier and an output clamp (an absorbed Relu / Clip).
+enum class Requant { kNone, kPerChannel, kPerTensorClamped };
+
 // Runs every path and thread count on one case; returns the number of failures.
-int CheckCase(const Case& c, std::mt19937& rng, bool requantize) {
+int CheckCase(const Case& c, std::mt19937& rng, Requant mode) {
   const ConvGeometry& g = c.g;
   const Data d = MakeData(c, rng);
   const int64_t out_size = g.batch * g.out_channels * g.out_h * g.out_w;
@@ -121,16 +125,21 @@ int CheckCase(const Case& c, std::mt19937& rng, bool requantize) {
   ConvReferenceS32(g, d.x_op, d.w_op, want.data());
   const DType out_type = c.x_signed ? DType::kInt8 : DType::kUInt8;
   const int32_t y_zero = c.x_signed ? -3 : 131;
+  const bool requantize = mode != Requant::kNone, per_channel = mode == Requant::kPerChannel;
+  // The clamped mode keeps [y_zero - 20, y_zero + 30] of the type's range.
+  const int32_t y_min = per_channel ? INT32_MIN : y_zero - 20;
+  const int32_t y_max = per_channel ? INT32_MAX : y_zero + 30;
   std::vector<uint8_t> want_q(out_size);
   if (requantize) {
-    const float lo = static_cast<float>(TypeMin(c.x_signed) - y_zero);
-    const float hi = static_cast<float>(TypeMax(c.x_signed) - y_zero);
+    const float lo = static_cast<float>(std::max(TypeMin(c.x_signed), y_min) - y_zero);
+    const float hi = static_cast<float>(std::min(TypeMax(c.x_signed), y_max) - y_zero);
     const int64_t pixels = g.out_h * g.out_w;
     for (int64_t i = 0; i < out_size; ++i) {
       const int64_t o = (i / pixels) % g.out_channels;
       const int32_t acc =
           static_cast<int32_t>(static_cast<uint32_t>(want[i]) + static_cast<uint32_t>(d.bias[o]));
-      want_q[i] = static_cast<uint8_t>(RequantizeValue(acc, d.multipliers[o], lo, hi, y_zero));
+      const float multiplier = d.multipliers[per_channel ? o : 0];
+      want_q[i] = static_cast<uint8_t>(RequantizeValue(acc, multiplier, lo, hi, y_zero));
     }
   }
   int failures = 0;
@@ -144,10 +153,12 @@ int CheckCase(const Case& c, std::mt19937& rng, bool requantize) {
       if (requantize) {
         ConvRequantize rq;
         rq.multipliers = d.multipliers.data();
-        rq.per_channel = true;
+        rq.per_channel = per_channel;
         rq.bias = d.bias.data();
         rq.zero_point = y_zero;
         rq.output_type = out_type;
+        rq.y_min = y_min;
+        rq.y_max = y_max;
         std::vector<uint8_t> got_q(out_size + 64, 0xA5);
         conv.RunRequantized(g, d.x_op, rq, got_q.data(), Pool(threads));
         ok = ok && std::equal(want_q.begin(), want_q.end(), got_q.begin());
@@ -205,7 +216,7 @@ TEST(Int8Conv, GridAgainstReferenceOnEveryPathAndThreadCount) {
               c.zero_mode = std::array{1, 2, 3, 4, 0, 5, 0}[index % 7];
               if (!Resolve(c)) continue;
               ++cases;
-              failures += CheckCase(c, rng, index % 3 == 0);
+              failures += CheckCase(c, rng, index % 3 == 0 ? Requant::kPerChannel : Requant::kNone);
               if (failures > 10) FAIL() << "stopping after " << failures << " failures";
             }
   EXPECT_GT(cases, 500) << "the grid shrank";
@@ -219,10 +230,15 @@ TEST(Int8Conv, LargerShapesCrossTheBlocking) {
     int64_t n, c, m, group, h, w, kh, kw, stride, pad;
   };
   const Shape shapes[] = {
-      {1, 64, 40, 1, 9, 9, 3, 3, 1, 1},     // K = 576: two k blocks, 5 row panels
-      {1, 16, 33, 1, 19, 17, 1, 1, 1, 0},   // 323 pixels: two pixel blocks
-      {2, 130, 8, 1, 6, 5, 3, 3, 2, 1},     // K = 1170, one row panel
-      {1, 96, 96, 1, 3, 3, 3, 3, 1, 1},     // few pixels: output channels split
+      {1, 64, 40, 1, 9, 9, 3, 3, 1, 1},    // K = 576: two k blocks, 5 row panels
+      {1, 16, 33, 1, 19, 17, 1, 1, 1, 0},  // 323 pixels: two pixel blocks
+      {2, 130, 8, 1, 6, 5, 3, 3, 2, 1},    // K = 1170, one row panel
+      // Few pixels, at least 1 M multiply-adds (smaller convolutions are not
+      // split for threads): the output channels (GEMM path) or panels
+      // (indirect path) split over 2 and 3 threads.
+      {1, 96, 96, 1, 4, 4, 3, 3, 1, 1},
+      {1, 256, 64, 1, 8, 8, 1, 1, 1, 0},    // 1x1, 2 x-panels: channels split over 3 threads
+      {1, 40, 48, 1, 26, 26, 3, 3, 1, 1},   // 85 micro-tiles / 22 x-panels in balanced blocks
       {1, 32, 48, 2, 15, 15, 3, 3, 2, 1},   // grouped, stride 2
       {1, 24, 24, 24, 29, 31, 3, 3, 1, 1},  // depthwise, wide rows (AVX-512 tails)
       {1, 16, 16, 16, 21, 70, 5, 5, 2, 2},  // depthwise 5x5 stride 2, > 64 columns
@@ -232,7 +248,7 @@ TEST(Int8Conv, LargerShapesCrossTheBlocking) {
       {1, 8, 8, 8, 150, 150, 3, 3, 2, 1},   // the same at stride 2
       // NHWC indirect path (int8 w, zero point 0): a 48-wide panel with a
       // 12-channel tail vector, C not a multiple of 4, batch 2, 357 pixels
-      // (64-pixel items and a partial micro-tile); two 32-wide panels, stride
+      // (items of up to 8 micro-tiles and a partial one); two 32-wide panels, stride
       // 2; an 8-wide (ymm) panel, 5x5 with a large pad (padding-only taps).
       {2, 21, 44, 1, 17, 21, 3, 3, 1, 1},
       {1, 13, 50, 1, 23, 19, 3, 3, 2, 1},
@@ -261,7 +277,41 @@ TEST(Int8Conv, LargerShapesCrossTheBlocking) {
       c.w_zero_per_channel = variant == 1 || variant == 3;
       c.zero_mode = std::array{0, 2, 3, 3, 4, 5}[variant];
       ASSERT_TRUE(Resolve(c)) << c.Describe();
-      EXPECT_EQ(CheckCase(c, rng, true), 0);
+      EXPECT_EQ(CheckCase(c, rng, Requant::kPerChannel), 0);
+    }
+  }
+}
+
+// The GEMM path's requantizing tile (AVX-512 VNNI, int8 w with zero point 0,
+// requantized, K <= 1024; conv_pack.h RequantTile): row panels of 8 and a
+// tail of 1-7 rows, x panels with a tail of 1-31 columns, per-tensor
+// multipliers with an output clamp, and K = 1100 staying on the int32 path.
+TEST(Int8Conv, RequantizingTilesOnTheGemmPath) {
+  std::mt19937 rng(11);
+  struct Shape {
+    int64_t n, c, m, h, w, stride;
+  };
+  const Shape shapes[] = {
+      {1, 96, 21, 13, 13, 1},  // 169 pixels: a 9-column tail; rows 8, 8, 5
+      {2, 40, 8, 7, 5, 1},     // 35 pixels: a 3-column tail
+      {1, 17, 3, 9, 40, 2},    // stride 2 (phase planes): 100 pixels
+      {1, 1024, 9, 4, 8, 1},   // K = 1024, the largest on the requantizing tile
+      {1, 1100, 9, 4, 8, 1},   // K = 1100: the int32 block path
+  };
+  for (const Shape& s : shapes) {
+    for (int variant = 0; variant < 4; ++variant) {
+      Case c;
+      c.g.batch = s.n;
+      c.g.in_channels = s.c;
+      c.g.out_channels = s.m;
+      c.g.in_h = s.h;
+      c.g.in_w = s.w;
+      c.g.stride_h = c.g.stride_w = s.stride;
+      c.x_signed = variant % 2 == 1;
+      c.zero_mode = std::array{3, 4, 5, 3}[variant];
+      ASSERT_TRUE(Resolve(c)) << c.Describe();
+      EXPECT_EQ(CheckCase(c, rng, variant < 2 ? Requant::kPerTensorClamped : Requant::kPerChannel),
+                0);
     }
   }
 }
@@ -276,10 +326,10 @@ TEST(Int8Conv, EmptyShapesWriteNothing) {
   c.g.in_w = 5;
   c.g.kernel_h = c.g.kernel_w = 3;
   ASSERT_TRUE(Resolve(c));
-  EXPECT_EQ(CheckCase(c, rng, true), 0);
+  EXPECT_EQ(CheckCase(c, rng, Requant::kPerChannel), 0);
   c.g.batch = 2;
   c.g.in_channels = 0;  // K = 0: every accumulator is 0
-  EXPECT_EQ(CheckCase(c, rng, true), 0);
+  EXPECT_EQ(CheckCase(c, rng, Requant::kPerChannel), 0);
 }
 
 TEST(Int8Conv, Errors) {

@@ -32,21 +32,41 @@ using gemm::TileShape;
 constexpr int64_t kPackBytes = 192 * 1024;
 constexpr int64_t kMaxBlockPixels = 256;
 constexpr int64_t kKcGroups = 512 / kGroup;
+// The requantizing tile (conv_pack.h) runs all of k at once: up to 1024 k, a
+// 32 KiB x panel (L1) -- every 1x1 convolution of the detector.
+constexpr int64_t kRequantTileMaxGroups = 1024 / kGroup;
 // Output channels are computed kAccChunkBytes of int32 accumulators at a time
 // (at least one row panel) and written out at once, so the int32 scratch stays
 // in L1 (larger chunks measured no faster; docs/conv.md).
 constexpr int64_t kAccChunkBytes = 16 * 1024;
-// With fewer than kMinItems (batch, group, pixel block) items and more than
-// one thread, the output channels are split too, so small images still spread
-// over threads. Each part packs the block again, so one thread never splits.
-// (The sums are exact: the split never changes the results.)
-constexpr int64_t kMinItems = 4;
+// Convolutions with fewer multiply-adds are not cut into more blocks for the
+// threads: handing work to another costs more than it saves (the detector's
+// 1- and 4-channel heads, 0.02-1 M).
+constexpr int64_t kMinSplitMacs = int64_t{1} << 20;
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// NHWC indirect path: pixels per work item (whole micro-tiles) and per
-// transpose chunk of x.
-constexpr int64_t kIndirectBlockPixels = 8 * conv::kIndirectPixels;
+// The number of blocks `units` (pixel panels, pixel tiles, input rows) are cut
+// into: at most max_units each, and with several threads a multiple of the
+// thread count, so that ParallelFor's equal chunks get equal work (the
+// detector's 13x13 and 26x26 layers have only 1-11 blocks). Block b covers
+// units [BlockBegin(b), BlockBegin(b + 1)), sizes within one unit of each
+// other. (The sums are exact: blocking never changes the results.)
+int64_t BalancedBlocks(int64_t units, int64_t max_units, int threads) {
+  const int64_t blocks = CeilDiv(units, max_units);
+  return threads > 1 ? std::min(units, CeilDiv(blocks, threads) * threads) : blocks;
+}
+int64_t BlockBegin(int64_t block, int64_t units, int64_t blocks) { return block * units / blocks; }
+
+// The thread count the blocking is balanced for (1: the shape's own blocks).
+int SplitThreads(const ConvGeometry& g, int64_t k, const ThreadPool* pool) {
+  if (pool == nullptr || g.batch * g.out_channels * g.out_h * g.out_w * k < kMinSplitMacs) return 1;
+  return pool->num_threads();
+}
+
+// NHWC indirect path: micro-tiles per work item (at most) and pixels per
+// transpose chunk of x (at most).
+constexpr int64_t kIndirectBlockTiles = 8;
 constexpr int64_t kNhwcChunkPixels = 1024;
 
 // Per-thread buffers reused across runs.
@@ -74,6 +94,25 @@ struct IndirectRunScratch {
 IndirectRunScratch& ThreadIndirectRunScratch() {
   thread_local IndirectRunScratch scratch;
   return scratch;
+}
+
+// The register-requantizing tiles' clamp (relative to the zero point) and
+// output type, from requantize.h's params.
+struct TileRequant {
+  float lo = 0, hi = 0;
+  int32_t zero_point = 0;
+  bool signed_output = false;
+};
+TileRequant TileRequantFor(const ConvRequantize& rq) {
+  RequantizeParams params;
+  params.zero_point = rq.zero_point;
+  params.output_type = rq.output_type;
+  params.y_min = rq.y_min;
+  params.y_max = rq.y_max;
+  const auto [y_lo, y_hi] = RequantizeOutputRange(params);
+  return {static_cast<float>(y_lo - params.zero_point),
+          static_cast<float>(y_hi - params.zero_point), params.zero_point,
+          params.output_type == DType::kInt8};
 }
 
 }  // namespace
@@ -238,13 +277,18 @@ void Int8Conv::RunGemm(const ConvGeometry& g, const Int8ConvOperand& x, const Ou
   const int64_t in_per_group = g.in_channels / g.group, out_per_group = g.out_channels / g.group;
   const int64_t kg = k_groups_;
 
-  const int64_t fit = kPackBytes / std::max<int64_t>(1, kg * kGroup) / s.nr * s.nr;
-  const int64_t block_pixels = std::min(std::clamp<int64_t>(fit, s.nr, kMaxBlockPixels), pixels);
-  const int64_t pixel_blocks = CeilDiv(pixels, block_pixels);
+  // Pixel blocks of whole nr-column panels; with fewer (batch, group, pixel
+  // block) items than threads, the output channels are split too (each part
+  // packs the block again, so one thread never splits).
+  const int threads = SplitThreads(g, k_, pool);
+  const int64_t fit = kPackBytes / std::max<int64_t>(1, kg * kGroup) / s.nr;
+  const int64_t pixel_panels = CeilDiv(pixels, s.nr);
+  const int64_t pixel_blocks =
+      BalancedBlocks(pixel_panels, std::clamp<int64_t>(fit, 1, kMaxBlockPixels / s.nr), threads);
   const int64_t outer_items = g.batch * g.group * pixel_blocks;
   int64_t block_rows = out_per_group;
-  if (outer_items < kMinItems && pool != nullptr && pool->num_threads() > 1) {
-    const int64_t parts = CeilDiv(kMinItems, outer_items);
+  if (outer_items < threads) {
+    const int64_t parts = CeilDiv(threads, outer_items);
     block_rows = std::max<int64_t>(s.mr, CeilDiv(CeilDiv(out_per_group, parts), s.mr) * s.mr);
   }
   const int64_t row_blocks = std::max<int64_t>(1, CeilDiv(out_per_group, block_rows));
@@ -273,6 +317,23 @@ void Int8Conv::RunGemm(const ConvGeometry& g, const Int8ConvOperand& x, const Ou
 #if defined(__x86_64__) || defined(_M_X64)
   const auto pack = isa_ == Isa::kAvx512Vnni ? conv::PackIm2colAvx512Vnni : conv::PackIm2col;
   const bool phase_planes = isa_ == Isa::kAvx512Vnni && conv::UsesPhasePlanes(g);
+  // Requantized unsigned-B runs whose x panel (nr x k bytes) fits L1 skip the
+  // int32 block: each tile covers all of k and requantizes in registers.
+  const bool requant_tiles = unsigned_b_ && out.rq != nullptr && kg <= kRequantTileMaxGroups;
+  conv::RequantTile requant_proto;
+  std::vector<float> multipliers;
+  if (requant_tiles) {
+    const TileRequant requant = TileRequantFor(*out.rq);
+    requant_proto.lo = requant.lo;
+    requant_proto.hi = requant.hi;
+    requant_proto.zero_point = requant.zero_point;
+    requant_proto.signed_output = requant.signed_output;
+    requant_proto.k_groups = kg;
+    requant_proto.ld = pixels;
+    multipliers.resize(g.out_channels);
+    for (int64_t o = 0; o < g.out_channels; ++o)
+      multipliers[o] = out.rq->multipliers[out.rq->per_channel ? o : 0];
+  }
 #else
   const auto pack = conv::PackIm2col;
 #endif
@@ -283,7 +344,9 @@ void Int8Conv::RunGemm(const ConvGeometry& g, const Int8ConvOperand& x, const Ou
       const int64_t rb = t % row_blocks, item = t / row_blocks;
       const int64_t pb = item % pixel_blocks, ng = item / pixel_blocks;
       const int64_t gi = ng % g.group, n = ng / g.group;
-      const int64_t p0 = pb * block_pixels, count = std::min(block_pixels, pixels - p0);
+      const int64_t p0 = BlockBegin(pb, pixel_panels, pixel_blocks) * s.nr;
+      const int64_t count =
+          std::min(pixels, BlockBegin(pb + 1, pixel_panels, pixel_blocks) * s.nr) - p0;
       const int64_t cols = CeilDiv(count, s.nr) * s.nr, panels = cols / s.nr;
       const int64_t m0 = rb * block_rows, m1 = std::min(out_per_group, m0 + block_rows);
 
@@ -322,10 +385,29 @@ void Int8Conv::RunGemm(const ConvGeometry& g, const Int8ConvOperand& x, const Ou
         }
       }
 
+      const int64_t o_base = gi * out_per_group;
+#if defined(__x86_64__) || defined(_M_X64)
+      if (requant_tiles) {
+        // Each x panel stays in L1 while the weight panels stream past it.
+        conv::RequantTile tile_args = requant_proto;
+        for (int64_t q = 0; q < panels; ++q) {
+          tile_args.b = sc.packed_b.data() + q * kg * s.nr * kGroup;
+          tile_args.count = std::min<int64_t>(s.nr, count - q * s.nr);
+          for (int64_t m = m0; m < m1; m += s.mr) {
+            const int rows = static_cast<int>(std::min<int64_t>(s.mr, out_per_group - m));
+            tile_args.a = packed_w + (o_base + m) * kg * kGroup;
+            tile_args.bias = output.row_bias + o_base + m;
+            tile_args.multipliers = multipliers.data() + o_base + m;
+            tile_args.y = out.q + (n * g.out_channels + o_base + m) * pixels + p0 + q * s.nr;
+            conv::RequantTileAvx512Vnni(rows, tile_args);
+          }
+        }
+        continue;
+      }
+#endif
       // Rows m0..m1 of the group x cols = W_group * packed block, a chunk of
       // rows at a time, each written out (requantized) while its accumulators
       // are still in L1.
-      const int64_t o_base = gi * out_per_group;
       const int64_t chunk_rows = std::max<int64_t>(s.mr, kAccChunkBytes / (cols * 4) / s.mr * s.mr);
       sc.acc.resize(std::min(chunk_rows, m1 - m0) * cols);
       for (int64_t c0 = m0; c0 < m1; c0 += chunk_rows) {
@@ -380,13 +462,15 @@ void Int8Conv::RunIndirect(const ConvGeometry& g, const Int8ConvOperand& x, cons
   const auto* x_bytes = static_cast<const uint8_t*>(x.data);
   const int64_t right_pad = padded_w - g.pad_left - g.in_w;
   const bool contiguous = g.pad_left == 0 && right_pad == 0;  // x's rows are one run
+  const int threads = SplitThreads(g, k_, pool);
   const int64_t chunk_rows = std::max<int64_t>(1, kNhwcChunkPixels / std::max<int64_t>(1, g.in_w));
-  const int64_t chunks = in_pixels > 0 ? CeilDiv(g.in_h, chunk_rows) : 0;
+  const int64_t chunks = in_pixels > 0 ? BalancedBlocks(g.in_h, chunk_rows, threads) : 0;
   if (in_pixels == 0) std::fill(run.nhwc.begin(), run.nhwc.end(), zb);  // all padding
   ParallelFor(pool, g.batch * chunks, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
-      const int64_t n = t / chunks, y0 = t % chunks * chunk_rows;
-      const int64_t y1 = std::min(g.in_h, y0 + chunk_rows);
+      const int64_t n = t / chunks, chunk = t % chunks;
+      const int64_t y0 = BlockBegin(chunk, g.in_h, chunks),
+                    y1 = BlockBegin(chunk + 1, g.in_h, chunks);
       uint8_t* const image = run.nhwc.data() + n * image_bytes;
       const uint8_t* const x_item = x_bytes + n * g.in_channels * in_pixels;
       if (y0 == 0) std::fill_n(image, g.pad_top * row_bytes, zb);
@@ -434,25 +518,20 @@ void Int8Conv::RunIndirect(const ConvGeometry& g, const Int8ConvOperand& x, cons
   proto.run_groups = (g.dilation_w == 1 ? g.kernel_w : 1) * cp / 4;
   proto.ld = pixels;
   if (out.rq != nullptr) {
-    RequantizeParams params;
-    params.zero_point = out.rq->zero_point;
-    params.output_type = out.rq->output_type;
-    params.y_min = out.rq->y_min;
-    params.y_max = out.rq->y_max;
-    const auto [y_lo, y_hi] = RequantizeOutputRange(params);
-    proto.lo = static_cast<float>(y_lo - params.zero_point);
-    proto.hi = static_cast<float>(y_hi - params.zero_point);
-    proto.zero_point = params.zero_point;
-    proto.signed_output = params.output_type == DType::kInt8;
+    const TileRequant requant = TileRequantFor(*out.rq);
+    proto.lo = requant.lo;
+    proto.hi = requant.hi;
+    proto.zero_point = requant.zero_point;
+    proto.signed_output = requant.signed_output;
   }
 
-  // Work items: (batch item, block of output pixels, range of panels); the
-  // panels are split only when there are few blocks and several threads.
-  const int64_t blocks = CeilDiv(pixels, kIndirectBlockPixels);
+  // Work items: (batch item, block of whole micro-tiles, range of panels); the
+  // panels are split only when there are fewer blocks than threads.
+  const int64_t tiles = CeilDiv(pixels, conv::kIndirectPixels);
+  const int64_t blocks = BalancedBlocks(tiles, kIndirectBlockTiles, threads);
   const int64_t outer_items = g.batch * blocks;
   int64_t panel_parts = 1;
-  if (outer_items < kMinItems && pool != nullptr && pool->num_threads() > 1)
-    panel_parts = std::min(iw.panels, CeilDiv(kMinItems, outer_items));
+  if (outer_items < threads) panel_parts = std::min(iw.panels, CeilDiv(threads, outer_items));
   const int64_t panels_per_part = CeilDiv(iw.panels, panel_parts);
   const size_t elem_size = out.rq != nullptr ? 1 : sizeof(int32_t);
   auto* const y_bytes = out.rq != nullptr ? out.q : reinterpret_cast<uint8_t*>(out.s32);
@@ -465,9 +544,11 @@ void Int8Conv::RunIndirect(const ConvGeometry& g, const Int8ConvOperand& x, cons
       const int64_t n = item / blocks, b = item % blocks;
       const int64_t q0 = part * panels_per_part, q1 = std::min(iw.panels, q0 + panels_per_part);
       const uint8_t* const image = run.nhwc.data() + n * image_bytes;
-      const int64_t block_end = std::min(pixels, (b + 1) * kIndirectBlockPixels);
-      int64_t oy = b * kIndirectBlockPixels / g.out_w, ox = b * kIndirectBlockPixels % g.out_w;
-      for (int64_t p = b * kIndirectBlockPixels; p < block_end; p += conv::kIndirectPixels) {
+      const int64_t block_begin = BlockBegin(b, tiles, blocks) * conv::kIndirectPixels;
+      const int64_t block_end =
+          std::min(pixels, BlockBegin(b + 1, tiles, blocks) * conv::kIndirectPixels);
+      int64_t oy = block_begin / g.out_w, ox = block_begin % g.out_w;
+      for (int64_t p = block_begin; p < block_end; p += conv::kIndirectPixels) {
         // The pixels' base positions (pixels past the end repeat the last
         // one; their results are not stored).
         tile.count = std::min(conv::kIndirectPixels, pixels - p);

@@ -8,9 +8,11 @@
 // sums and zero-point terms. Each run packs the im2col view of x straight into
 // the micro-kernel's B layout, one block of output pixels at a time (no column
 // buffer), and applies the requantization epilogue (requantize.h) to each
-// block while it is in cache. Depthwise convolutions (one input channel per
-// group) take a direct kernel instead, and dense kernels larger than 1x1 with
-// symmetric int8 weights on AVX-512 VNNI the NHWC indirect one (conv_indirect.h).
+// block while it is in cache (on AVX-512 VNNI with symmetric int8 weights, in
+// the micro-tile's registers: conv_pack.h RequantTile). Depthwise
+// convolutions (one input channel per group) take a direct kernel instead,
+// and dense kernels larger than 1x1 with symmetric int8 weights on AVX-512
+// VNNI the NHWC indirect one (conv_indirect.h).
 #pragma once
 
 #include <cstdint>

@@ -1,9 +1,8 @@
 // The NHWC indirect convolution's AVX-512 VNNI parts (conv_indirect.h): the
 // micro-tile (8 pixels x 8-48 channels in zmm / ymm accumulators, one vpdpbusd
 // per pixel, vector and channel group), its requantizing epilogue and the NCHW ->
-// NHWC transpose of x. The requantization is requantize.h's, op for op:
-// float(sum + bias) * multiplier, max lo (NaN -> lo), min hi, cvtps2dq (round
-// half to even under the default MXCSR), + zero point; no fused multiply-add.
+// NHWC transpose of x. The requantization is requantize.h's, op for op
+// (conv_requant_avx512.h).
 // GCC 12.2 warns falsely about the _mm512_undefined_* pass-through operand of
 // some intrinsics (GCC bug 105593, fixed in 12.3).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -15,6 +14,7 @@
 #include <cstring>
 
 #include "kernels/int8/conv_indirect.h"
+#include "kernels/int8/conv_requant_avx512.h"
 
 namespace octet::conv {
 
@@ -119,14 +119,10 @@ void Tile(const IndirectTile& t) {
       continue;
     }
     const __m512 multiplier = _mm512_loadu_ps(t.multipliers + v * 16);
-    const __m512 lo = _mm512_set1_ps(t.lo), hi = _mm512_set1_ps(t.hi);
-    const __m512i zero_point = _mm512_set1_epi32(t.zero_point);
+    const RequantVectors requant{_mm512_set1_ps(t.lo), _mm512_set1_ps(t.hi),
+                                 _mm512_set1_epi32(t.zero_point)};
     __m512i q[kPixels];
-    for (int r = 0; r < kPixels; ++r) {
-      __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(acc[r][v], bias)), multiplier);
-      f = _mm512_min_ps(_mm512_max_ps(f, lo), hi);  // NaN -> lo, as requantize.h
-      q[r] = _mm512_add_epi32(_mm512_cvtps_epi32(f), zero_point);
-    }
+    for (int r = 0; r < kPixels; ++r) q[r] = RequantizeVector(acc[r][v], bias, multiplier, requant);
     StoreBytes(q, t.signed_output, static_cast<uint8_t*>(t.y) + v * 16 * t.ld, t.ld,
                std::min<int64_t>(channels, 16), t.count);
   }

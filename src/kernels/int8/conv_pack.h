@@ -67,6 +67,27 @@ void PackIm2col(const Im2colBlock& b, int8_t* rows, int8_t* packed_b, int32_t* c
 void BuildPhasePlanesAvx512Vnni(const ConvGeometry& g, const uint8_t* x_group, int64_t channels,
                                 int64_t p0, int64_t count, uint8_t* planes);
 void PackIm2colAvx512Vnni(const Im2colBlock& b, int8_t* rows, int8_t* packed_b, int32_t* col_sum);
+
+// The unsigned-B micro-tile (gemm::TileAvx512VnniUnsignedB's operands: a
+// packed weight panel of `rows` <= 8 signed rows, a packed uint8 x panel of
+// 32 columns) over all of k, requantized in registers and stored as bytes:
+//   y[r * ld + j] = requantize(sum_k a[r][k] * b[k][j] + bias[r], multipliers[r])
+// for j < count, with requantize.h's formula (conv_requant_avx512.h) and the
+// clamp [lo, hi] relative to zero_point. Nothing past count is written.
+struct RequantTile {
+  const uint8_t* a = nullptr;  // weight panel (int8 bytes), first group
+  const uint8_t* b = nullptr;  // x panel (uint8), first group
+  int64_t k_groups = 0;
+  const int32_t* bias = nullptr;       // per row (int32, wrapping)
+  const float* multipliers = nullptr;  // per row
+  float lo = 0, hi = 0;
+  int32_t zero_point = 0;
+  bool signed_output = false;  // int8 (else uint8) output
+  uint8_t* y = nullptr;
+  int64_t ld = 0;     // bytes from one row's output to the next
+  int64_t count = 0;  // columns stored, <= 32
+};
+void RequantTileAvx512Vnni(int rows, const RequantTile& t);
 #endif
 
 }  // namespace octet::conv

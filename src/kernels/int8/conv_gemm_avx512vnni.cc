@@ -1,0 +1,133 @@
+// The GEMM path's requantizing micro-tile (conv_pack.h, RequantTile): the
+// unsigned-B product of gemm::TileAvx512VnniUnsignedB's panels (signed weight
+// rows broadcast, 32 uint8 x columns as two zmm per group of 4 k) with the
+// requantization done in registers and each output channel's 32 pixels
+// narrowed and stored straight into its NCHW row: no int32 block in memory.
+// GCC 12.2 warns falsely about the _mm512_undefined_* pass-through operand of
+// some intrinsics (GCC bug 105593, fixed in 12.3).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/int8/conv_pack.h"
+#include "kernels/int8/conv_requant_avx512.h"
+
+namespace octet::conv {
+
+namespace {
+
+constexpr int kCols = 32;  // gemm::TileShapeFor(Isa::kAvx512Vnni).nr
+
+// R rows x kVecs vectors of 16 columns: kVecs = 1 for a panel's last 16 or
+// fewer columns (a 13x13 image's 169 pixels: 176 columns computed, not 192).
+template <int R, int kVecs>
+void Tile(const RequantTile& t) {
+  // Few rows leave too few independent vpdpbusd chains to cover its latency,
+  // so consecutive groups go to separate accumulator sets, summed at the end.
+  constexpr int U = R == 1 ? 4 : (R == 2 ? 2 : 1);
+  __m512i acc[U][R][kVecs];
+#pragma GCC unroll 8
+  for (int u = 0; u < U; ++u)
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+      for (int v = 0; v < kVecs; ++v) acc[u][r][v] = _mm512_setzero_si512();
+  const uint8_t* a = t.a;
+  const uint8_t* b = t.b;
+  int64_t g = 0;
+  for (; g + U <= t.k_groups; g += U) {
+#pragma GCC unroll 4
+    for (int u = 0; u < U; ++u) {
+      __m512i bv[kVecs];
+#pragma GCC unroll 8
+      for (int v = 0; v < kVecs; ++v) bv[v] = _mm512_loadu_si512(b + (u * kCols + v * 16) * 4);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        int32_t bytes;
+        std::memcpy(&bytes, a + (u * R + r) * 4, 4);
+        const __m512i av = _mm512_set1_epi32(bytes);
+#pragma GCC unroll 8
+        for (int v = 0; v < kVecs; ++v) acc[u][r][v] = _mm512_dpbusd_epi32(acc[u][r][v], bv[v], av);
+      }
+    }
+    a += U * R * 4;
+    b += U * kCols * 4;
+  }
+  for (; U > 1 && g < t.k_groups; ++g) {
+    __m512i bv[kVecs];
+#pragma GCC unroll 8
+    for (int v = 0; v < kVecs; ++v) bv[v] = _mm512_loadu_si512(b + v * 16 * 4);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      int32_t bytes;
+      std::memcpy(&bytes, a + r * 4, 4);
+      const __m512i av = _mm512_set1_epi32(bytes);
+#pragma GCC unroll 8
+      for (int v = 0; v < kVecs; ++v) acc[0][r][v] = _mm512_dpbusd_epi32(acc[0][r][v], bv[v], av);
+    }
+    a += R * 4;
+    b += kCols * 4;
+  }
+
+  const RequantVectors requant{_mm512_set1_ps(t.lo), _mm512_set1_ps(t.hi),
+                               _mm512_set1_epi32(t.zero_point)};
+  const bool is_signed = t.signed_output;
+  const int64_t count = t.count;
+  __mmask16 masks[kVecs];
+#pragma GCC unroll 8
+  for (int v = 0; v < kVecs; ++v) {
+    const int64_t valid = std::clamp<int64_t>(count - 16 * v, 0, 16);
+    masks[v] = static_cast<__mmask16>((1u << valid) - 1);
+  }
+  uint8_t* const y0 = t.y;
+  const int64_t ld = t.ld;
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    const __m512i bias = _mm512_set1_epi32(t.bias[r]);
+    const __m512 multiplier = _mm512_set1_ps(t.multipliers[r]);
+#pragma GCC unroll 8
+    for (int v = 0; v < kVecs; ++v) {
+      __m512i sum = acc[0][r][v];
+#pragma GCC unroll 8
+      for (int u = 1; u < U; ++u) sum = _mm512_add_epi32(sum, acc[u][r][v]);
+      const __m512i q = RequantizeVector(sum, bias, multiplier, requant);
+      // q is in the output type's range: the saturating narrowing is exact.
+      const __m128i bytes = is_signed ? _mm512_cvtsepi32_epi8(q) : _mm512_cvtusepi32_epi8(q);
+      _mm_mask_storeu_epi8(y0 + r * ld + v * 16, masks[v], bytes);
+    }
+  }
+}
+
+template <int kVecs>
+void TileRows(int rows, const RequantTile& t) {
+  switch (rows) {
+    case 1:
+      return Tile<1, kVecs>(t);
+    case 2:
+      return Tile<2, kVecs>(t);
+    case 3:
+      return Tile<3, kVecs>(t);
+    case 4:
+      return Tile<4, kVecs>(t);
+    case 5:
+      return Tile<5, kVecs>(t);
+    case 6:
+      return Tile<6, kVecs>(t);
+    case 7:
+      return Tile<7, kVecs>(t);
+    default:
+      return Tile<8, kVecs>(t);
+  }
+}
+
+}  // namespace
+
+void RequantTileAvx512Vnni(int rows, const RequantTile& t) {
+  return t.count <= 16 ? TileRows<1>(rows, t) : TileRows<2>(rows, t);
+}
+
+}  // namespace octet::conv
