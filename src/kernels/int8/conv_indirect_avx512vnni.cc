@@ -56,7 +56,8 @@ __m512i NarrowToBytes(__m512i a, __m512i b, __m512i c, __m512i d, bool is_signed
     for (int k = 0; k < 8 && 2 * k < channels; ++k) {  // lanes[k] holds channels 2k and 2k + 1
       _mm_storel_epi64(reinterpret_cast<__m128i*>(y + 2 * k * ld), lanes[k]);
       if (2 * k + 1 < channels)
-        _mm_storeh_pd(reinterpret_cast<double*>(y + (2 * k + 1) * ld), _mm_castsi128_pd(lanes[k]));
+        _mm_storel_epi64(reinterpret_cast<__m128i*>(y + (2 * k + 1) * ld),
+                         _mm_unpackhi_epi64(lanes[k], lanes[k]));
     }
     return;
   }
