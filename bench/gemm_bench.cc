@@ -76,6 +76,48 @@ void Shapes(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_GemmS32)->Apply(Shapes);
 
+// One attention layer's products at batch 32 (384 heads): int8 A x int8 B
+// that changes every product (packed per product into one reused PackedB, as
+// RunIntMatMul does for a run-time B), requantized to int8 (in the tile on
+// AVX-512 VNNI). One thread; counters as BM_GemmS32, per layer.
+void BM_AttentionProducts(benchmark::State& state) {
+  const int64_t M = state.range(0), K = state.range(1), N = state.range(2), batch = 384;
+  std::mt19937 rng(42);
+  std::uniform_int_distribution<int> byte(-128, 127);
+  std::vector<int8_t> a(batch * M * K), b(batch * K * N), y(batch * M * N);
+  for (auto& v : a) v = static_cast<int8_t>(byte(rng));
+  for (auto& v : b) v = static_cast<int8_t>(byte(rng));
+  const int32_t a_zero = -1, b_zero = 2;
+  const float multiplier = 0.05f * 0.04f / 0.3f;
+  RequantizeParams params;
+  params.multiplier = &multiplier;
+  params.zero_point = 3;
+  params.output_type = DType::kInt8;
+  PackedB packed;
+  for (auto _ : state) {
+    for (int64_t e = 0; e < batch; ++e) {
+      PackBInto(packed, b.data() + e * K * N, /*b_signed=*/true, K, N, N);
+      GemmS32Requantized(M, Int8Operand{a.data() + e * M * K, true, K}, &a_zero, false, packed,
+                         &b_zero, false, params, y.data() + e * M * N, N, nullptr);
+    }
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  const double ops = 2.0 * batch * M * N * K;
+  state.counters["GOPS"] =
+      benchmark::Counter(ops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  if (PeakOpsPerCore() > 0) {
+    state.counters["peak"] =
+        benchmark::Counter(ops / PeakOpsPerCore(), benchmark::Counter::kIsIterationInvariantRate);
+  }
+  state.SetLabel(IsaName(packed.isa));
+}
+BENCHMARK(BM_AttentionProducts)
+    ->Args({128, 32, 128})
+    ->Args({128, 128, 32})
+    ->ArgNames({"M", "K", "N"})
+    ->MinTime(0.3);
+
 // Bytes per second of a plain streaming read (the GEMV's bound): 256-bit
 // loads into four independent sums. Sizes straddle L2, L3 and DRAM.
 __attribute__((target("avx2"))) uint64_t SumAvx2(const uint64_t* p, size_t n) {

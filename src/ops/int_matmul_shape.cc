@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <span>
 
 #include "kernels/float/broadcast.h"
 #include "ops/int_params.h"
@@ -112,11 +113,21 @@ int64_t ProductBlockRows(int64_t m, int64_t k) {
   return BlockRows(m, kPackedABytes / std::max<int64_t>(k, 1));
 }
 
-PackedMatMulB PackMatMulB(const Tensor& b) {
+namespace {
+
+// b's matrix shape and type, nothing packed yet.
+PackedMatMulB MatMulBHeader(const Tensor& b) {
   PackedMatMulB packed;
   packed.k = b.rank() == 1 ? b.dim(0) : b.dim(b.rank() - 2);
   packed.n = b.rank() == 1 ? 1 : b.dim(b.rank() - 1);
   packed.is_signed = b.dtype() == DType::kInt8;
+  return packed;
+}
+
+}  // namespace
+
+PackedMatMulB PackMatMulB(const Tensor& b) {
+  PackedMatMulB packed = MatMulBHeader(b);
   const int64_t matrix_size = packed.k * packed.n;
   const int64_t count =
       matrix_size == 0
@@ -138,18 +149,49 @@ PackedMatMulB PackMatMulB(const Tensor& b) {
 
 void RunIntMatMul(const MatMulShape& s, const Tensor& a, const MatMulZeroPoints& a_zero,
                   const PackedMatMulB& b, const MatMulZeroPoints& b_zero, ThreadPool* pool,
-                  int32_t* out, const MatMulBlockFn& epilogue) {
+                  int32_t* out, const MatMulBlockFn& caller_epilogue,
+                  const MatMulRequantizedOutput* requantized) {
   if (s.batch_count() == 0 || s.m == 0 || s.n == 0) return;
+  // The requantized output's parameters for one batch entry.
+  auto entry_params = [&](int64_t entry) {
+    RequantizeParams p = requantized->params;
+    p.multiplier += requantized->multiplier_matrix_stride * s.b_matrix[entry];
+    return p;
+  };
+  auto* y_bytes = requantized ? static_cast<uint8_t*>(requantized->y) : nullptr;
+  const MatMulBlockFn requantize = [&](int64_t entry, int64_t row0, int64_t rows, int64_t col0,
+                                       int64_t cols, const int32_t* acc, int64_t ld_acc) {
+    RequantizeS32(acc, ld_acc, rows, cols, ColumnsFrom(entry_params(entry), col0),
+                  y_bytes + (entry * s.m + row0) * s.n + col0, s.n);
+  };
+  const MatMulBlockFn& epilogue = requantized ? requantize : caller_epilogue;
   const bool a_signed = a.dtype() == DType::kInt8;
   const auto* a_bytes = static_cast<const uint8_t*>(a.raw());
-  const size_t chunks = b.matrices.empty() ? 0 : b.matrices[0].size();
+  const size_t chunks = b.unpacked ? 1 : b.matrices.empty() ? 0 : b.matrices[0].size();
   // An epilogue after several K chunks reads their int32 sum from a scratch.
   const int64_t block_rows = out == nullptr && chunks > 1 ? BlockRows(s.m, kScratchValues / s.n)
                                                           : ProductBlockRows(s.m, s.k);
 
+  // A per-run B's matrices are packed by the thread that multiplies them, into
+  // its own buffer, kept while consecutive entries share the matrix.
+  struct PerRunB {
+    PackedB& packed;
+    int64_t matrix = -1;  // the matrix `packed` holds
+  };
+  auto b_matrix_chunks = [&](int64_t matrix, PerRunB& per_run) -> std::span<const PackedB> {
+    if (b.unpacked == nullptr) return b.matrices[matrix];
+    if (per_run.matrix != matrix) {
+      PackBInto(per_run.packed, static_cast<const uint8_t*>(b.unpacked->raw()) + matrix * s.k * s.n,
+                b.is_signed, s.k, s.n, s.n);
+      per_run.matrix = matrix;
+    }
+    return {&per_run.packed, 1};
+  };
+  thread_local PackedB per_run_storage;  // kept between runs: no allocation per product
+
   // One matrix of the batch on `entry_pool` (null: the calling thread).
-  auto run_entry = [&](int64_t entry, ThreadPool* entry_pool) {
-    const std::vector<PackedB>& b_chunks = b.matrices[s.b_matrix[entry]];
+  auto run_entry = [&](int64_t entry, ThreadPool* entry_pool, PerRunB& per_run) {
+    const std::span<const PackedB> b_chunks = b_matrix_chunks(s.b_matrix[entry], per_run);
     const int64_t a_matrix = s.a_matrix[entry];
     const int32_t* b_zero_values =
         b_zero.values ? b_zero.values + b_zero.layout.MatrixOffset(s.b_matrix[entry]) : nullptr;
@@ -166,6 +208,12 @@ void RunIntMatMul(const MatMulShape& s, const Tensor& a, const MatMulZeroPoints&
         GemmS32(rows, a_block(0), a_zero_values, a_zero.layout.per_vector(), b_chunks[0],
                 b_zero_values, b_zero.layout.per_vector(), out + (entry * s.m + row0) * s.n, s.n,
                 entry_pool);
+        continue;
+      }
+      if (requantized != nullptr && chunks == 1) {
+        GemmS32Requantized(rows, a_block(0), a_zero_values, a_zero.layout.per_vector(), b_chunks[0],
+                           b_zero_values, b_zero.layout.per_vector(), entry_params(entry),
+                           y_bytes + (entry * s.m + row0) * s.n, s.n, entry_pool);
         continue;
       }
       if (chunks == 1) {
@@ -210,10 +258,12 @@ void RunIntMatMul(const MatMulShape& s, const Tensor& a, const MatMulZeroPoints&
   // Many small products (attention heads) are shared out whole; large ones are split.
   if (pool != nullptr && s.batch_count() > 1 && s.m * s.k * s.n < kMinSplitMacs) {
     ParallelFor(pool, s.batch_count(), [&](int64_t e0, int64_t e1) {
-      for (int64_t entry = e0; entry < e1; ++entry) run_entry(entry, nullptr);
+      PerRunB per_run{per_run_storage};
+      for (int64_t entry = e0; entry < e1; ++entry) run_entry(entry, nullptr, per_run);
     });
   } else {
-    for (int64_t entry = 0; entry < s.batch_count(); ++entry) run_entry(entry, pool);
+    PerRunB per_run{per_run_storage};
+    for (int64_t entry = 0; entry < s.batch_count(); ++entry) run_entry(entry, pool, per_run);
   }
 }
 
@@ -243,7 +293,12 @@ const PackedMatMulB& MatMulBInput::Get(const Node& node, const Tensor& b,
                                        PackedMatMulB& storage) const {
   if (constant_) return *constant_;
   CheckInt8Operand(node, b, "B");
-  storage = PackMatMulB(b);
+  storage = MatMulBHeader(b);
+  if (storage.k <= kKChunk) {
+    storage.unpacked = &b;  // RunIntMatMul packs each matrix where it is used
+  } else {
+    storage = PackMatMulB(b);
+  }
   return storage;
 }
 

@@ -13,6 +13,7 @@
 #include "core/tensor.h"
 #include "graph/graph.h"
 #include "kernels/int8/gemm.h"
+#include "kernels/int8/requantize.h"
 #include "ops/registry.h"
 
 namespace octet {
@@ -55,6 +56,10 @@ struct PackedMatMulB {
   int64_t k = 0, n = 0;
   bool is_signed = false;
   std::vector<std::vector<PackedB>> matrices;  // [matrix][k chunk]
+  // A B that changes every run (K within one chunk) is instead left here,
+  // matrices empty: RunIntMatMul packs each matrix on the thread that uses it,
+  // into a buffer reused between products (attention's run-time operands).
+  const Tensor* unpacked = nullptr;
 };
 PackedMatMulB PackMatMulB(const Tensor& b);
 
@@ -74,14 +79,26 @@ int64_t ProductBlockRows(int64_t m, int64_t k);
 using MatMulBlockFn = std::function<void(int64_t entry, int64_t row0, int64_t rows, int64_t col0,
                                          int64_t cols, const int32_t* acc, int64_t ld_acc)>;
 
+// QLinearMatMul's output: the product requantized into y ([batch, m, n],
+// params.output_type); batch entry e uses params with its multiplier advanced
+// by multiplier_matrix_stride * s.b_matrix[e] (per-column b_scale per matrix).
+struct MatMulRequantizedOutput {
+  RequantizeParams params;
+  int64_t multiplier_matrix_stride = 0;
+  void* y = nullptr;
+};
+
 // acc[entry, m, n] = sum_k (A - zA)(B - zB) for every batch entry of `s`. When
 // `out` is non-null the product is written there ([batch, m, n] int32) and
-// `epilogue` is not called; else every element goes to `epilogue` exactly
-// once, in blocks, from the threads of the pool (GemmS32Blocks: the int32
-// product stays in cache). The bytes never depend on the pool's thread count.
+// `epilogue` is not called; when `requantized` is non-null it is requantized
+// there (GemmS32Requantized: small products in the tile's registers);
+// else every element goes to `epilogue` exactly once, in blocks, from the
+// threads of the pool (GemmS32Blocks: the int32 product stays in cache). The
+// bytes never depend on the pool's thread count.
 void RunIntMatMul(const MatMulShape& s, const Tensor& a, const MatMulZeroPoints& a_zero,
                   const PackedMatMulB& b, const MatMulZeroPoints& b_zero, ThreadPool* pool,
-                  int32_t* out, const MatMulBlockFn& epilogue);
+                  int32_t* out, const MatMulBlockFn& epilogue,
+                  const MatMulRequantizedOutput* requantized = nullptr);
 
 // Fails unless t is uint8 or int8 ("input <name> has dtype ...").
 void CheckInt8Operand(const Node& node, const Tensor& t, const char* name);

@@ -86,21 +86,14 @@ class QLinearMatMulKernel : public OpKernel {
 
     // Steps 2 and 3.
     Tensor& y = ctx.AllocateUninitializedOutput(0, y_type, shape.output);
-    auto* y_bytes = static_cast<uint8_t*>(y.raw());
-    RequantizeParams params;
-    params.multiplier_per_column = b_scale_layout.per_vector();
-    params.zero_point = ReadZeroPoints(node, y_zero_point, y_type, "y_zero_point")[0];
-    params.output_type = y_type;
-    const Isa isa = ActiveIsa();
-    RunIntMatMul(shape, a, a_zero, packed, b_zero, ctx.pool(), nullptr,
-                 [&](int64_t entry, int64_t row0, int64_t rows, int64_t col0, int64_t cols,
-                     const int32_t* acc, int64_t ld_acc) {
-                   RequantizeParams p = params;
-                   p.multiplier =
-                       multipliers.data() + b_scale_layout.MatrixOffset(shape.b_matrix[entry]);
-                   RequantizeS32(acc, ld_acc, rows, cols, ColumnsFrom(p, col0),
-                                 y_bytes + (entry * shape.m + row0) * shape.n + col0, shape.n, isa);
-                 });
+    MatMulRequantizedOutput out;
+    out.params.multiplier = multipliers.data();
+    out.params.multiplier_per_column = b_scale_layout.per_vector();
+    out.params.zero_point = ReadZeroPoints(node, y_zero_point, y_type, "y_zero_point")[0];
+    out.params.output_type = y_type;
+    out.multiplier_matrix_stride = b_scale_layout.matrix_stride;
+    out.y = y.raw();
+    RunIntMatMul(shape, a, a_zero, packed, b_zero, ctx.pool(), nullptr, {}, &out);
   }
 
  private:

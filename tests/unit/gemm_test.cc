@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdio>
@@ -21,6 +22,7 @@
 #include "core/error.h"
 #include "guarded_buffer.h"
 #include "kernels/int8/gemm_reference.h"
+#include "kernels/int8/requantize.h"
 #include "runtime/thread_pool.h"
 
 namespace octet {
@@ -273,6 +275,36 @@ TEST_P(GemmIsaTest, LargestExactKWithTheLargestProducts) {
   }
 }
 
+TEST_P(GemmIsaTest, SmallProductsOfAttentionShapes) {
+  // Below kGemmMinParallelMacs with K a multiple of 4, AVX-512 VNNI reads A in
+  // place (int8 A as the signed operand with B flipped): attention's head
+  // shapes, operands and zero points at the type limits, padded rows (the
+  // last row of A ends at the guard page), per-row / per-column zero points.
+  for (int p = 0; p < 4; ++p) {
+    Case c;
+    SetPair(c, p);
+    for (const auto& [M, K, N] : {std::array<int64_t, 3>{128, 32, 128},
+                                  {128, 128, 32},
+                                  {77, 64, 45},
+                                  {9, 1024, 33},
+                                  {3, 4, 100}}) {
+      c.M = M, c.K = K, c.N = N;
+      for (int fill : {TypeMin(c.a_signed), TypeMax(c.a_signed), kRandom}) {
+        for (int z : {TypeMin(c.a_signed), TypeMax(c.a_signed)}) {
+          c.a_fill = fill, c.b_fill = fill == kRandom ? kRandom : TypeMax(c.b_signed);
+          c.za = z, c.zb = z == TypeMin(c.a_signed) ? TypeMax(c.b_signed) : TypeMin(c.b_signed);
+          c.seed = static_cast<uint32_t>(p * 100 + M + K + N + fill + z);
+          ASSERT_TRUE(Matches(isa(), c));
+        }
+      }
+      c.a_fill = c.b_fill = kRandom;
+      c.za_per_row = c.zb_per_col = true, c.lda_pad = 12, c.ldb_pad = 5, c.zb = kRandom;
+      ASSERT_TRUE(Matches(isa(), c));
+      c.za_per_row = c.zb_per_col = false, c.lda_pad = c.ldb_pad = 0;
+    }
+  }
+}
+
 TEST_P(GemmIsaTest, EqualPerColumnZeroPointsActAsOne) {
   // Per-column B zero points that are all equal take the per-tensor correction.
   for (int p = 0; p < 4; ++p) {
@@ -316,6 +348,95 @@ TEST_P(GemmIsaTest, SameBytesForOneTwoAndThreeThreads) {
     EXPECT_EQ(RunGemm(isa(), c, nullptr), want);
     EXPECT_EQ(RunGemm(isa(), c, &two), want);
     EXPECT_EQ(RunGemm(isa(), c, &three), want);
+  }
+}
+
+// GemmS32Requantized against the int64 reference requantized by requantize.h's
+// scalar formula (RequantizeValue), written into an output that ends at a guard
+// page, with padding columns that must keep their bytes.
+::testing::AssertionResult RequantizedMatches(Isa isa, const Case& c, DType y_type, bool per_column,
+                                              float scale, int32_t y_zero, int32_t y_min,
+                                              int32_t y_max, ThreadPool* pool) {
+  std::mt19937 rng(c.seed);  // same draws, same order as RunReference
+  const int64_t lda = c.K + c.lda_pad, ldb = c.N + c.ldb_pad, ld_out = c.N + c.ldc_pad;
+  GuardedBuffer<uint8_t> a(static_cast<size_t>(c.M * lda)), b(static_cast<size_t>(c.K * ldb));
+  Fill8(a.data(), a.size(), c.a_signed, c.a_fill, rng);
+  Fill8(b.data(), b.size(), c.b_signed, c.b_fill, rng);
+  GuardedBuffer<int32_t> za(c.za_per_row ? c.M : 1), zb(c.zb_per_col ? c.N : 1);
+  FillZeros(za.data(), za.size(), c.a_signed, c.za_per_row ? kRandom : c.za, rng);
+  FillZeros(zb.data(), zb.size(), c.b_signed, c.zb, rng);
+  const std::vector<int32_t> acc = RunReference(c);
+
+  GuardedBuffer<float> multipliers(per_column ? c.N : 1);
+  for (size_t i = 0; i < multipliers.size(); ++i)
+    multipliers[i] = scale * (1.0f + 0.37f * static_cast<float>(i % 5));
+  RequantizeParams params;
+  params.multiplier = multipliers.data();
+  params.multiplier_per_column = per_column;
+  params.zero_point = y_zero;
+  params.output_type = y_type;
+  params.y_min = y_min;
+  params.y_max = y_max;
+  const PackedB packed = PackB(b.data(), c.b_signed, c.K, c.N, ldb, isa);
+  GuardedBuffer<uint8_t> out(static_cast<size_t>(c.M * ld_out));
+  std::memset(out.data(), 0xA5, out.size());
+  GemmS32Requantized(c.M, Int8Operand{a.data(), c.a_signed, lda}, za.data(), c.za_per_row, packed,
+                     zb.data(), c.zb_per_col, params, out.data(), ld_out, pool);
+
+  const bool y_signed = y_type == DType::kInt8;
+  const int32_t lo = std::max(TypeMin(y_signed), y_min), hi = std::min(TypeMax(y_signed), y_max);
+  for (int64_t m = 0; m < c.M; ++m) {
+    for (int64_t n = 0; n < ld_out; ++n) {
+      const uint8_t got = out[m * ld_out + n];
+      uint8_t want = 0xA5;
+      if (n < c.N) {
+        const float multiplier = multipliers[per_column ? n : 0];
+        want = static_cast<uint8_t>(RequantizeValue(acc[m * c.N + n], multiplier,
+                                                    static_cast<float>(lo - y_zero),
+                                                    static_cast<float>(hi - y_zero), y_zero));
+      }
+      if (got != want) {
+        return ::testing::AssertionFailure()
+               << IsaName(isa) << " " << Describe(c) << " y=" << DTypeName(y_type)
+               << " scale=" << scale << ": out[" << m << "," << n << "] = " << int{got} << ", want "
+               << int{want} << " (acc " << (n < c.N ? acc[m * c.N + n] : 0) << ")";
+      }
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+TEST_P(GemmIsaTest, RequantizedOutputOfSmallAndLargeProducts) {
+  // Small products requantize in the AVX-512 tile (masked right edges: N = 45,
+  // 100); the others (K not a multiple of 4, large, per-row zero points) take
+  // the block epilogue. Scales from saturating to fine, both output types, a
+  // clamp, per-column multipliers.
+  ThreadPool two(2), three(3);
+  for (int p = 0; p < 4; ++p) {
+    Case c;
+    SetPair(c, p);
+    for (const auto& [M, K, N] : {std::array<int64_t, 3>{128, 32, 128},
+                                  {128, 128, 32},
+                                  {77, 64, 45},
+                                  {3, 4, 100},
+                                  {13, 30, 40},
+                                  {150, 512, 70}}) {
+      c.M = M, c.K = K, c.N = N, c.seed = static_cast<uint32_t>(p + M + K + N);
+      c.za = TypeMax(c.a_signed), c.zb = TypeMin(c.b_signed);
+      for (DType y_type : {DType::kInt8, DType::kUInt8}) {
+        const int32_t y_zero = y_type == DType::kInt8 ? -3 : 131;
+        for (float scale : {1e-5f, 3e-4f, 0.01f, 1.0f}) {
+          ASSERT_TRUE(RequantizedMatches(isa(), c, y_type, false, scale, y_zero, INT32_MIN,
+                                         INT32_MAX, nullptr));
+        }
+        ASSERT_TRUE(
+            RequantizedMatches(isa(), c, y_type, true, 3e-4f, y_zero, y_zero, y_zero + 60, &two));
+      }
+      c.za_per_row = c.zb_per_col = true, c.lda_pad = 3, c.ldc_pad = 5, c.zb = kRandom;
+      ASSERT_TRUE(RequantizedMatches(isa(), c, DType::kUInt8, true, 1e-3f, 7, INT32_MIN, INT32_MAX,
+                                     &three));
+      c.za_per_row = c.zb_per_col = false, c.lda_pad = c.ldc_pad = 0;
+    }
   }
 }
 

@@ -682,7 +682,12 @@ TEST(QLinearMatMulFast, ConstantWeightsAndScalesOnEveryThreadCount) {
                                    {{200, 64}, {64, 300}, {}},
                                    {{300, 8}, {8, 2100}, {2100}},  // 128-row blocks
                                    {{3, 70, 33}, {33, 65}, {1, 65}},
-                                   {{2, 9, 16}, {2, 16, 40}, {2, 1, 40}}};
+                                   {{2, 9, 16}, {2, 16, 40}, {2, 1, 40}},
+                                   // Attention heads: run-time B packed per product, A
+                                   // read in place, requantized in the AVX-512 tile.
+                                   {{2, 6, 128, 32}, {2, 6, 32, 128}, {}},
+                                   {{2, 5, 128, 128}, {2, 5, 128, 32}, {2, 5, 1, 32}},
+                                   {{4, 100, 64}, {1, 64, 45}, {1, 1, 45}}};
   for (const Case& c : cases) {
     for (const auto& [ta, tb] : kTypePairs) {
       for (DType ty : {DType::kUInt8, DType::kInt8}) {

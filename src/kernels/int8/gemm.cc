@@ -46,19 +46,57 @@ int32_t* AlignToCacheLine(int32_t* p) {
   return reinterpret_cast<int32_t*>((address + kCacheLine - 1) / kCacheLine * kCacheLine);
 }
 
-// One product: C (leading dimension ldc) is written when `epilogue` is null,
-// else each work item's block goes to it from a per-thread buffer.
+// The AVX-512 VNNI tile that reads A in place, for A's signedness.
+TileFn TileInPlaceA(bool a_signed) {
+#if defined(__x86_64__) || defined(_M_X64)
+  return a_signed ? gemm::TileAvx512VnniRowMajorSignedA : gemm::TileAvx512VnniRowMajorA;
+#else
+  (void)a_signed;
+  Fail("internal: the AVX-512 VNNI tiles are not built into this binary");
+#endif
+}
+
+// A small product (e.g. one attention head, 128 x 32 x 128) spends as long
+// packing A as multiplying; with whole k groups in one k block the AVX-512
+// tile reads it in place instead.
+bool ReadsAInPlace(int64_t M, int64_t K, int64_t N, Isa isa) {
+  return isa == Isa::kAvx512Vnni && K > 0 && K % gemm::kGroup == 0 &&
+         K <= kKcGroups * gemm::kGroup && M * K * N < kGemmMinParallelMacs;
+}
+
+// The tile's 8-bit output (GemmS32Requantized), when A is read in place.
+struct TileOutput {
+  const RequantizeParams* params;
+  uint8_t* out;
+  int64_t ld_out;
+};
+
+// The row sums of an A read in place (AVX-512 VNNI only).
+void RowSumsInPlaceA(const Int8Operand& A, int64_t row_begin, int64_t row_end, int64_t K,
+                     int32_t* row_sums) {
+#if defined(__x86_64__) || defined(_M_X64)
+  gemm::RowSumsAvx512Vnni(A, row_begin, row_end, K, row_sums);
+#else
+  (void)A, (void)row_begin, (void)row_end, (void)K, (void)row_sums;
+  Fail("internal: the AVX-512 VNNI kernels are not built into this binary");
+#endif
+}
+
+// One product: C (leading dimension ldc) is written when `epilogue` and
+// `requantized` are null; else each work item's block goes to `epilogue` from a
+// per-thread buffer, or (A read in place) each tile is requantized into `requantized`.
 void Gemm(int64_t M, const Int8Operand& A, const int32_t* a_zero, bool a_zero_per_row,
           const PackedB& b, const int32_t* b_zero, bool b_zero_per_col, int32_t* C, int64_t ldc,
-          ThreadPool* pool, const GemmBlockFn* epilogue) {
+          ThreadPool* pool, const GemmBlockFn* epilogue, const TileOutput* requantized = nullptr) {
   const int64_t K = b.K, N = b.N;
   OCTET_CHECK(M >= 0, "int8 GEMM: negative M=", M);
   OCTET_CHECK(K <= kGemmMaxK, "int8 GEMM: K=", K, " exceeds ", kGemmMaxK,
               ", the largest K whose int32 accumulation is exact for all 8-bit inputs");
   OCTET_CHECK(A.ld >= K, "int8 GEMM: A leading dimension ", A.ld, " < K=", K);
-  OCTET_CHECK(epilogue || ldc >= N, "int8 GEMM: C leading dimension ", ldc, " < N=", N);
+  const bool to_c = epilogue == nullptr && requantized == nullptr;
+  OCTET_CHECK(!to_c || ldc >= N, "int8 GEMM: C leading dimension ", ldc, " < N=", N);
   if (M == 0 || N == 0) return;
-  OCTET_CHECK(epilogue || C != nullptr, "int8 GEMM: C is null");
+  OCTET_CHECK(!to_c || C != nullptr, "int8 GEMM: C is null");
   if (K == 0) {
     if (epilogue) {
       const std::vector<int32_t> zeros(N, 0);
@@ -74,13 +112,19 @@ void Gemm(int64_t M, const Int8Operand& A, const int32_t* a_zero, bool a_zero_pe
   const TileShape s = gemm::TileShapeFor(b.isa);
   OCTET_CHECK(s.nr == b.nr, "internal: PackedB panel width ", b.nr, " does not match ",
               IsaName(b.isa));
-  const TileFn tile = TileFnFor(b.isa);
   const int64_t kg = b.k_groups;
   const int64_t m_panels = (M + s.mr - 1) / s.mr, n_panels = (N + s.nr - 1) / s.nr;
   if (M * K * N < kGemmMinParallelMacs) pool = nullptr;
+  // int8 A read in place stays vpdpbusd's signed operand and the tile flips B
+  // into the unsigned domain (B'' = B' + 128).
+  const bool a_in_place = ReadsAInPlace(M, K, N, b.isa);
+  OCTET_CHECK(requantized == nullptr || a_in_place,
+              "internal: int8 GEMM requantizes in the tile only when it reads A in place");
+  const bool b_unsigned = a_in_place && A.is_signed;
+  const TileFn tile = a_in_place ? TileInPlaceA(A.is_signed) : TileFnFor(b.isa);
 
   Scratch& sc = ThreadScratch();
-  sc.packed_a.resize(M * kg * gemm::kGroup);
+  if (!a_in_place) sc.packed_a.resize(M * kg * gemm::kGroup);
   sc.row_neg_za.resize(M);
   sc.row_neg_sum.resize(M);
   const int64_t padded_n = n_panels * s.nr;  // b.col_sums is 0 past N
@@ -91,8 +135,9 @@ void Gemm(int64_t M, const Int8Operand& A, const int32_t* a_zero, bool a_zero_pe
   // loops the compiler vectorizes (a GEMV has little else to do per column); a
   // multiply per column only for per-column zero points (SSE2 has no 32-bit one).
   // Unsigned arithmetic: wraps like the kernels, never undefined.
-  const int32_t b_shift = b.b_signed ? 0 : 128;
+  const int32_t b_shift = (b.b_signed ? 0 : 128) - (b_unsigned ? 128 : 0);
   const auto k32 = static_cast<uint32_t>(K);
+  const uint32_t col_sum_shift = b_unsigned ? k32 * 128u : 0u;  // colsum'' = colsum' + 128 K
   const int32_t* col_sums = b.col_sums.data();
   int32_t *col_zb = sc.col_zb.data(), *col_term = sc.col_term.data();
   bool b_zero_uniform = true;  // one zero point for all of B
@@ -100,7 +145,7 @@ void Gemm(int64_t M, const Int8Operand& A, const int32_t* a_zero, bool a_zero_pe
     int32_t differences = 0;
     for (int64_t n = 0; n < N; ++n) {
       col_zb[n] = b_zero[n] - b_shift;
-      col_term[n] = static_cast<int32_t>(static_cast<uint32_t>(col_sums[n]) -
+      col_term[n] = static_cast<int32_t>(static_cast<uint32_t>(col_sums[n]) + col_sum_shift -
                                          k32 * static_cast<uint32_t>(col_zb[n]));
       differences |= b_zero[n] ^ b_zero[0];
     }
@@ -110,7 +155,7 @@ void Gemm(int64_t M, const Int8Operand& A, const int32_t* a_zero, bool a_zero_pe
     const uint32_t k_zb = k32 * static_cast<uint32_t>(zb);
     std::fill_n(col_zb, N, zb);
     for (int64_t n = 0; n < N; ++n)
-      col_term[n] = static_cast<int32_t>(static_cast<uint32_t>(col_sums[n]) - k_zb);
+      col_term[n] = static_cast<int32_t>(static_cast<uint32_t>(col_sums[n]) + col_sum_shift - k_zb);
   }
   std::fill(col_zb + N, col_zb + padded_n, 0);
   std::fill(col_term + N, col_term + padded_n, 0);
@@ -119,7 +164,8 @@ void Gemm(int64_t M, const Int8Operand& A, const int32_t* a_zero, bool a_zero_pe
   // ones that are all equal count, e.g. all 0 for symmetric int8 weights) and several
   // row panels (each column's term is reused), the tiles add the correction as
   // col_offset[n] + row_offset[m], which saves two multiplies per output vector.
-  const int32_t a_shift = A.is_signed == s.a_unsigned ? (A.is_signed ? 128 : -128) : 0;
+  const int32_t a_shift =
+      !a_in_place && A.is_signed == s.a_unsigned ? (A.is_signed ? 128 : -128) : 0;
   const uint32_t neg_za_tensor = 0u - static_cast<uint32_t>((a_zero ? a_zero[0] : 0) + a_shift);
   const bool per_tensor = !(a_zero && a_zero_per_row) && b_zero_uniform && m_panels > 1;
   if (per_tensor) {
@@ -133,7 +179,11 @@ void Gemm(int64_t M, const Int8Operand& A, const int32_t* a_zero, bool a_zero_pe
   // Pack A (parallel over row panels) with its row sums and the row terms.
   ParallelFor(pool, m_panels, [&](int64_t p0, int64_t p1) {
     const int64_t r0 = p0 * s.mr, r1 = std::min(p1 * s.mr, M);
-    gemm::PackA(A, r0, r1, K, s, sc.packed_a.data(), sc.row_neg_sum.data());
+    if (a_in_place) {
+      RowSumsInPlaceA(A, r0, r1, K, sc.row_neg_sum.data());
+    } else {
+      gemm::PackA(A, r0, r1, K, s, sc.packed_a.data(), sc.row_neg_sum.data());
+    }
     for (int64_t m = r0; m < r1; ++m) {
       const int32_t za = (a_zero ? a_zero[a_zero_per_row ? m : 0] : 0) + a_shift;
       sc.row_neg_za[m] = static_cast<int32_t>(0u - static_cast<uint32_t>(za));
@@ -167,8 +217,20 @@ void Gemm(int64_t M, const Int8Operand& A, const int32_t* a_zero, bool a_zero_pe
   // directly), rows a cache line longer than the block to spread them over L1 sets.
   const int64_t block_ld = nc * s.nr + kCacheLine / static_cast<int64_t>(sizeof(int32_t));
 
+  gemm::TileRequant requant_base{};
+  if (requantized != nullptr) {
+    const RequantizeParams& p = *requantized->params;
+    const auto [y_lo, y_hi] = RequantizeOutputRange(p);
+    requant_base.ld_out = requantized->ld_out;
+    requant_base.per_column = p.multiplier_per_column;
+    requant_base.lo = static_cast<float>(y_lo - p.zero_point);
+    requant_base.hi = static_cast<float>(y_hi - p.zero_point);
+    requant_base.zero_point = p.zero_point;
+  }
+
   ParallelFor(pool, m_blocks * n_blocks, [&](int64_t t0, int64_t t1) {
     alignas(64) int32_t edge[gemm::kMaxRows * gemm::kMaxCols];
+    gemm::TileRequant tile_requant = requant_base;
     int32_t* block = nullptr;
     if (epilogue) {
       thread_local std::vector<int32_t> block_storage;
@@ -210,7 +272,12 @@ void Gemm(int64_t M, const Int8Operand& A, const int32_t* a_zero, bool a_zero_pe
             }
             const int rows = static_cast<int>(std::min<int64_t>(s.mr, M - m0));
             TileArgs args;
-            args.a = sc.packed_a.data() + (m0 * kg + g0 * rows) * gemm::kGroup;
+            if (a_in_place) {
+              args.a = static_cast<const uint8_t*>(A.data) + m0 * A.ld + g0 * gemm::kGroup;
+              args.a_ld = A.ld;
+            } else {
+              args.a = sc.packed_a.data() + (m0 * kg + g0 * rows) * gemm::kGroup;
+            }
             args.b = packed_b + (np * kg + g0) * s.nr * gemm::kGroup;
             args.k_groups = groups;
             args.accumulate = !first;
@@ -221,6 +288,16 @@ void Gemm(int64_t M, const Int8Operand& A, const int32_t* a_zero, bool a_zero_pe
             if (last && per_tensor) {
               args.col_offset = sc.col_offset.data() + n0;
               args.row_offset = sc.row_offset.data() + m0;
+            }
+            if (requantized != nullptr) {
+              const RequantizeParams& p = *requantized->params;
+              gemm::TileRequant& q = tile_requant;
+              q.out = requantized->out + m0 * requantized->ld_out + n0;
+              q.cols = static_cast<int>(cols);
+              q.multiplier = p.multiplier + (p.multiplier_per_column ? n0 : 0);
+              args.requant = &q;
+              tile(rows, args);
+              continue;
             }
             if (block != nullptr || cols == s.nr) {
               args.c = block ? block + (m0 - row0) * block_ld + (n0 - col0) : C + m0 * ldc + n0;
@@ -260,6 +337,32 @@ void GemmS32Blocks(int64_t M, const Int8Operand& A, const int32_t* a_zero, bool 
                    const PackedB& b, const int32_t* b_zero, bool b_zero_per_col, ThreadPool* pool,
                    const GemmBlockFn& epilogue) {
   Gemm(M, A, a_zero, a_zero_per_row, b, b_zero, b_zero_per_col, nullptr, 0, pool, &epilogue);
+}
+
+void GemmS32Requantized(int64_t M, const Int8Operand& A, const int32_t* a_zero, bool a_zero_per_row,
+                        const PackedB& b, const int32_t* b_zero, bool b_zero_per_col,
+                        const RequantizeParams& params, void* out, int64_t ld_out,
+                        ThreadPool* pool) {
+  OCTET_CHECK(params.output_type == DType::kUInt8 || params.output_type == DType::kInt8,
+              "int8 GEMM: requantized output type ", DTypeName(params.output_type),
+              " is not uint8 or int8");
+  const auto [lo, hi] = RequantizeOutputRange(params);
+  OCTET_CHECK(lo <= hi, "int8 GEMM: output clamp [", params.y_min, ", ", params.y_max,
+              "] is empty in ", DTypeName(params.output_type));
+  OCTET_CHECK(ld_out >= b.N, "int8 GEMM: output leading dimension ", ld_out, " < N=", b.N);
+  auto* bytes = static_cast<uint8_t*>(out);
+  if (params.bias == nullptr && ReadsAInPlace(M, b.K, b.N, b.isa)) {
+    const TileOutput requantized{&params, bytes, ld_out};
+    Gemm(M, A, a_zero, a_zero_per_row, b, b_zero, b_zero_per_col, nullptr, 0, pool, nullptr,
+         &requantized);
+    return;
+  }
+  const GemmBlockFn requantize = [&](int64_t row0, int64_t rows, int64_t col0, int64_t cols,
+                                     const int32_t* acc, int64_t ld_acc) {
+    RequantizeS32(acc, ld_acc, rows, cols, ColumnsFrom(params, col0), bytes + row0 * ld_out + col0,
+                  ld_out, b.isa);
+  };
+  Gemm(M, A, a_zero, a_zero_per_row, b, b_zero, b_zero_per_col, nullptr, 0, pool, &requantize);
 }
 
 namespace gemm {

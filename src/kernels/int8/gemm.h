@@ -17,6 +17,7 @@
 
 #include "core/tensor.h"
 #include "kernels/int8/gemm_reference.h"  // Int8Operand
+#include "kernels/int8/requantize.h"
 #include "kernels/isa.h"
 
 namespace octet {
@@ -49,6 +50,10 @@ struct PackedB {
 // supported (IsaSupported); the product then runs on that path.
 PackedB PackB(const void* b, bool b_signed, int64_t K, int64_t N, int64_t ldb,
               Isa isa = ActiveIsa());
+// PackB into `packed`, reusing its storage when the packed size is unchanged
+// (a B that changes every run, packed per product without allocating).
+void PackBInto(PackedB& packed, const void* b, bool b_signed, int64_t K, int64_t N, int64_t ldb,
+               Isa isa = ActiveIsa());
 
 // C (M x b.N, leading dimension ldc) = (A - a_zero) * (B - b_zero) in int32.
 // A: M x b.K, row-major int8 or uint8 (A.ld >= K). a_zero: M entries when
@@ -75,5 +80,16 @@ using GemmBlockFn = std::function<void(int64_t row0, int64_t rows, int64_t col0,
 void GemmS32Blocks(int64_t M, const Int8Operand& A, const int32_t* a_zero, bool a_zero_per_row,
                    const PackedB& b, const int32_t* b_zero, bool b_zero_per_col, ThreadPool* pool,
                    const GemmBlockFn& epilogue);
+
+// The product requantized (requantize.h; params.multiplier per column of B or
+// one) into 8-bit `out` (M x N, leading dimension ld_out): the bytes of
+// RequantizeS32 over GemmS32's C. Small products (below kGemmMinParallelMacs,
+// K a multiple of 4, no bias) on AVX-512 VNNI requantize in the tile's
+// registers (attention's per-head products); others take GemmS32Blocks.
+// Throws octet::Error as GemmS32 and RequantizeS32 do.
+void GemmS32Requantized(int64_t M, const Int8Operand& A, const int32_t* a_zero, bool a_zero_per_row,
+                        const PackedB& b, const int32_t* b_zero, bool b_zero_per_col,
+                        const RequantizeParams& params, void* out, int64_t ld_out,
+                        ThreadPool* pool);
 
 }  // namespace octet

@@ -5,6 +5,11 @@
 // TileAvx512Vnni takes A as the unsigned operand (gemm_pack.h's layout);
 // TileAvx512VnniUnsignedB the same panels with the roles swapped (B unsigned,
 // A signed), for the convolution's zero-point-free path (conv.cc).
+// GCC 12.2 warns falsely about the _mm512_undefined_* pass-through operand of
+// the float conversions (GCC bug 105593, fixed in 12.3).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
 #include <immintrin.h>
 
 #include <cstring>
@@ -30,8 +35,22 @@ inline __m512i Dot(__m512i acc, __m512i a, __m512i b) {
   return kUnsignedB ? _mm512_dpbusd_epi32(acc, b, a) : _mm512_dpbusd_epi32(acc, a, b);
 }
 
-template <int R, bool kUnsignedB>
+// kRowMajorA: A is read in place (row r at t.a + r * t.a_ld, 4 bytes per group)
+// instead of from a packed panel. With kUnsignedB as well, the packed (signed
+// domain) B is flipped to the unsigned domain as it is loaded (B + 128).
+template <int R, bool kUnsignedB, bool kRowMajorA = false>
 void Tile(const TileArgs& t) {
+  constexpr bool kFlipB = kRowMajorA && kUnsignedB;
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  const int64_t a_ld = kRowMajorA ? t.a_ld : 0;
+  // The A bytes of row r, group offset u (in groups from the current position).
+  auto a_at = [&](const uint8_t* a, int r, int u) {
+    return kRowMajorA ? a + r * a_ld + u * kGroup : a + (u * R + r) * kGroup;
+  };
+  auto load_b = [&](const int8_t* p) {
+    const __m512i v = _mm512_loadu_si512(p);
+    return kFlipB ? _mm512_xor_si512(v, flip) : v;
+  };
   // Few rows leave too few independent vpdpbusd chains to cover its latency,
   // so consecutive groups go to separate accumulator sets, summed at the end.
   constexpr int U = R == 1 ? 4 : (R == 2 ? 2 : 1);
@@ -53,15 +72,15 @@ void Tile(const TileArgs& t) {
     for (int u = 0; u < U; ++u) {
       __m512i bv[kVecs];
 #pragma GCC unroll 8
-      for (int v = 0; v < kVecs; ++v) bv[v] = _mm512_loadu_si512(b + (u * kCols + v * 16) * kGroup);
+      for (int v = 0; v < kVecs; ++v) bv[v] = load_b(b + (u * kCols + v * 16) * kGroup);
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
-        const __m512i av = BroadcastA(a + (u * R + r) * kGroup);
+        const __m512i av = BroadcastA(a_at(a, r, u));
 #pragma GCC unroll 8
         for (int v = 0; v < kVecs; ++v) acc[u][r][v] = Dot<kUnsignedB>(acc[u][r][v], av, bv[v]);
       }
     }
-    a += U * R * kGroup;
+    a += U * (kRowMajorA ? 1 : R) * kGroup;
     b += U * kCols * kGroup;
   }
   // Leftover groups. With U == 1 the loop above took them all, and compiling this
@@ -69,14 +88,14 @@ void Tile(const TileArgs& t) {
   for (; U > 1 && g < t.k_groups; ++g) {
     __m512i bv[kVecs];
 #pragma GCC unroll 8
-    for (int v = 0; v < kVecs; ++v) bv[v] = _mm512_loadu_si512(b + v * 16 * kGroup);
+    for (int v = 0; v < kVecs; ++v) bv[v] = load_b(b + v * 16 * kGroup);
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
-      const __m512i av = BroadcastA(a + r * kGroup);
+      const __m512i av = BroadcastA(a_at(a, r, 0));
 #pragma GCC unroll 8
       for (int v = 0; v < kVecs; ++v) acc[0][r][v] = Dot<kUnsignedB>(acc[0][r][v], av, bv[v]);
     }
-    a += R * kGroup;
+    a += (kRowMajorA ? 1 : R) * kGroup;
     b += kCols * kGroup;
   }
 
@@ -87,6 +106,55 @@ void Tile(const TileArgs& t) {
   const int32_t *col_offset = t.col_offset, *row_offset = t.row_offset;
   int32_t* const c0 = t.c;
   const int64_t ldc = t.ldc;
+  if constexpr (kRowMajorA) {
+    if (t.requant != nullptr) {
+      const TileRequant& q = *t.requant;
+      __mmask16 masks[kVecs];
+      __m512 multipliers[kVecs];
+#pragma GCC unroll 8
+      for (int v = 0; v < kVecs; ++v) {
+        const int valid = q.cols - v * 16;
+        masks[v] = valid >= 16 ? __mmask16{0xFFFF}
+                               : static_cast<__mmask16>(valid <= 0 ? 0 : (1u << valid) - 1);
+        multipliers[v] = q.per_column ? _mm512_maskz_loadu_ps(masks[v], q.multiplier + v * 16)
+                                      : _mm512_set1_ps(q.multiplier[0]);
+      }
+      const __m512 lo = _mm512_set1_ps(q.lo), hi = _mm512_set1_ps(q.hi);
+      const __m512i zero_point = _mm512_set1_epi32(q.zero_point);
+      // The column vectors of the correction, loaded once: the byte stores below
+      // may alias anything, so the compiler would reload them for every row.
+      __m512i col_a[kVecs], col_b[kVecs];
+#pragma GCC unroll 8
+      for (int v = 0; v < kVecs; ++v) {
+        col_a[v] = _mm512_loadu_si512(col_offset ? col_offset + v * 16 : col_term + v * 16);
+        col_b[v] = _mm512_loadu_si512(col_zb + v * 16);
+      }
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const __m512i row_a = _mm512_set1_epi32(col_offset ? row_offset[r] : row_neg_za[r]);
+        const __m512i row_b = _mm512_set1_epi32(row_neg_sum[r]);
+#pragma GCC unroll 8
+        for (int v = 0; v < kVecs; ++v) {
+          __m512i sum = acc[0][r][v];
+#pragma GCC unroll 8
+          for (int u = 1; u < U; ++u) sum = _mm512_add_epi32(sum, acc[u][r][v]);
+          if (col_offset) {
+            sum = _mm512_add_epi32(sum, _mm512_add_epi32(col_a[v], row_a));
+          } else {
+            sum = _mm512_add_epi32(sum, _mm512_mullo_epi32(row_a, col_a[v]));
+            sum = _mm512_add_epi32(sum, _mm512_mullo_epi32(row_b, col_b[v]));
+          }
+          // requantize.h, op for op: float(sum) * multiplier, max lo (NaN -> lo), min hi,
+          // round half to even, + zero point; in range, so the narrowing store is exact.
+          __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(sum), multipliers[v]);
+          f = _mm512_min_ps(_mm512_max_ps(f, lo), hi);
+          const __m512i y = _mm512_add_epi32(_mm512_cvtps_epi32(f), zero_point);
+          _mm512_mask_cvtepi32_storeu_epi8(q.out + r * q.ld_out + v * 16, masks[v], y);
+        }
+      }
+      return;
+    }
+  }
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
     int32_t* c = c0 + r * ldc;
@@ -111,25 +179,25 @@ void Tile(const TileArgs& t) {
   }
 }
 
-template <bool kUnsignedB>
+template <bool kUnsignedB, bool kRowMajorA = false>
 void TileRows(int rows, const TileArgs& t) {
   switch (rows) {
     case 1:
-      return Tile<1, kUnsignedB>(t);
+      return Tile<1, kUnsignedB, kRowMajorA>(t);
     case 2:
-      return Tile<2, kUnsignedB>(t);
+      return Tile<2, kUnsignedB, kRowMajorA>(t);
     case 3:
-      return Tile<3, kUnsignedB>(t);
+      return Tile<3, kUnsignedB, kRowMajorA>(t);
     case 4:
-      return Tile<4, kUnsignedB>(t);
+      return Tile<4, kUnsignedB, kRowMajorA>(t);
     case 5:
-      return Tile<5, kUnsignedB>(t);
+      return Tile<5, kUnsignedB, kRowMajorA>(t);
     case 6:
-      return Tile<6, kUnsignedB>(t);
+      return Tile<6, kUnsignedB, kRowMajorA>(t);
     case 7:
-      return Tile<7, kUnsignedB>(t);
+      return Tile<7, kUnsignedB, kRowMajorA>(t);
     default:
-      return Tile<8, kUnsignedB>(t);
+      return Tile<8, kUnsignedB, kRowMajorA>(t);
   }
 }
 
@@ -138,5 +206,47 @@ void TileRows(int rows, const TileArgs& t) {
 void TileAvx512Vnni(int rows, const TileArgs& t) { TileRows<false>(rows, t); }
 
 void TileAvx512VnniUnsignedB(int rows, const TileArgs& t) { TileRows<true>(rows, t); }
+
+void RowSumsAvx512Vnni(const Int8Operand& A, int64_t row_begin, int64_t row_end, int64_t K,
+                       int32_t* row_sums) {
+  // vpdpbusd against ones sums 4 bytes per lane exactly; masked loads never
+  // touch bytes past K.
+  const __m512i ones = _mm512_set1_epi8(1);
+  for (int64_t m = row_begin; m < row_end; ++m) {
+    const auto* row = static_cast<const uint8_t*>(A.data) + m * A.ld;
+    __m512i acc = _mm512_setzero_si512();
+    for (int64_t k = 0; k < K; k += 64) {
+      const __mmask64 mask = K - k >= 64 ? ~__mmask64{0} : (__mmask64{1} << (K - k)) - 1;
+      const __m512i x = _mm512_maskz_loadu_epi8(mask, row + k);
+      acc = A.is_signed ? _mm512_dpbusd_epi32(acc, ones, x) : _mm512_dpbusd_epi32(acc, x, ones);
+    }
+    row_sums[m] = _mm512_reduce_add_epi32(acc);
+  }
+}
+
+void ColumnSumsAvx512Vnni(const int8_t* packed, int64_t panels, int64_t k_groups,
+                          int32_t* col_sums) {
+  // vpdpbusd of ones against each group of the panel sums its 4 bytes per column.
+  const __m512i ones = _mm512_set1_epi8(1);
+  for (int64_t p = 0; p < panels; ++p) {
+    const int8_t* panel = packed + p * k_groups * kCols * kGroup;
+    __m512i acc[kVecs];
+#pragma GCC unroll 8
+    for (int v = 0; v < kVecs; ++v) acc[v] = _mm512_setzero_si512();
+    for (int64_t g = 0; g < k_groups; ++g) {
+#pragma GCC unroll 8
+      for (int v = 0; v < kVecs; ++v) {
+        acc[v] = _mm512_dpbusd_epi32(acc[v], ones,
+                                     _mm512_loadu_si512(panel + (g * kCols + v * 16) * kGroup));
+      }
+    }
+#pragma GCC unroll 8
+    for (int v = 0; v < kVecs; ++v) _mm512_storeu_si512(col_sums + p * kCols + v * 16, acc[v]);
+  }
+}
+
+void TileAvx512VnniRowMajorA(int rows, const TileArgs& t) { TileRows<false, true>(rows, t); }
+
+void TileAvx512VnniRowMajorSignedA(int rows, const TileArgs& t) { TileRows<true, true>(rows, t); }
 
 }  // namespace octet::gemm

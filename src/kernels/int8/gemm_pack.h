@@ -45,6 +45,18 @@ void PackA(const Int8Operand& A, int64_t row_begin, int64_t row_end, int64_t K, 
 //             (+ row_neg_za[r] * col_term[j] + row_neg_sum[r] * col_zb[j] when row_neg_za)
 //             (+ col_offset[j] + row_offset[r] when col_offset)
 // All arithmetic wraps modulo 2^32. All nr columns of C are written.
+// The final k block's sums requantized in registers (requantize.h's formula,
+// no bias) and stored as 8-bit values instead of the int32 C: RowMajorA tiles only.
+struct TileRequant {
+  uint8_t* out;  // the tile's row 0, column 0
+  int64_t ld_out;
+  int cols;                 // columns stored, <= nr
+  const float* multiplier;  // from the tile's column 0 when per_column, else one value
+  bool per_column;
+  float lo, hi;  // the clamp, float(qmin - zero_point) and float(qmax - zero_point)
+  int32_t zero_point;
+};
+
 struct TileArgs {
   const uint8_t* a;  // packed A panel at the first group of this k block
   const int8_t* b;   // packed B panel at the first group of this k block
@@ -61,6 +73,10 @@ struct TileArgs {
   // with row_neg_za null. Else null.
   const int32_t* col_offset = nullptr;  // per column: -zA * (colsum(B') - K * zB')
   const int32_t* row_offset = nullptr;  // per row: -zB' * (row sum of packed A)
+  // Leading dimension of a row-major A read in place (the RowMajorA tiles
+  // only; `a` then points at row 0 of the tile, k group 0 of the block).
+  int64_t a_ld = 0;
+  const TileRequant* requant = nullptr;  // RowMajorA tiles, final k block: 8-bit output, no C
 };
 using TileFn = void (*)(int rows, const TileArgs& t);
 // The micro-kernel of `isa`; throws octet::Error when this binary was built
@@ -77,6 +93,22 @@ void TileAvx512Vnni(int rows, const TileArgs& t);
 // contract otherwise. The convolution uses it for int8 weights with zero
 // point 0, which then need no column sums (conv.cc).
 void TileAvx512VnniUnsignedB(int rows, const TileArgs& t);
+// TileAvx512Vnni reading A in place (row-major, TileArgs::a_ld; whole k groups
+// only): uint8 A as the unsigned operand, as stored. The small products of
+// gemm.cc use it to skip packing A.
+void TileAvx512VnniRowMajorA(int rows, const TileArgs& t);
+// The same for int8 A, which stays the signed operand: the packed B is loaded
+// flipped into the unsigned domain (B'' = B' + 128), the zero-point terms use
+// that domain.
+void TileAvx512VnniRowMajorSignedA(int rows, const TileArgs& t);
+// col_sums[j] = sum over the k groups of packed B's (int8) bytes of column j,
+// for every column of `panels` AVX-512 VNNI panels (PackB's column sums).
+void ColumnSumsAvx512Vnni(const int8_t* packed, int64_t panels, int64_t k_groups,
+                          int32_t* col_sums);
+// row_sums[m] = sum over k < K of A's raw values (int8 or uint8) for rows
+// [row_begin, row_end): the row sums of an A the tiles above read in place.
+void RowSumsAvx512Vnni(const Int8Operand& A, int64_t row_begin, int64_t row_end, int64_t K,
+                       int32_t* row_sums);
 #endif
 #if defined(__aarch64__)
 void TileNeonDot(int rows, const TileArgs& t);
