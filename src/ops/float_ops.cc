@@ -356,14 +356,16 @@ class MaskedSoftmaxKernel : public OpKernel {
     }
     const DType out_type = quantize ? params.type : DType::kFloat32;
     const uint8_t offset = x.dtype() == DType::kInt8 ? 128 : 0;
+    std::optional<DwordTable256> entries;  // the table laid out for the vector lookup
+    if (table) entries.emplace(table->raw());
 
     const std::optional<Shape> broadcast = BroadcastShapes(mask.shape(), shape);
     if (!broadcast || *broadcast != shape || shape.empty()) {
       Tensor scores = x;
       if (table) {
         scores = Tensor::Uninitialized(DType::kFloat32, shape);
-        LookupTable256(static_cast<const uint8_t*>(x.raw()), x.numel(), offset, table->raw(),
-                       sizeof(float), scores.raw());
+        LookupDwords256(static_cast<const uint8_t*>(x.raw()), x.numel(), offset, *entries,
+                        scores.raw());
       }
       const Shape out_shape = BroadcastOrFail(scores.shape(), mask.shape(), node.Describe());
       Tensor probs = Tensor::Uninitialized(DType::kFloat32, out_shape);
@@ -392,8 +394,7 @@ class MaskedSoftmaxKernel : public OpKernel {
         float* row = quantize ? buffer.data() : out.data<float>() + r * n;
         const float* scores = row;
         if (table) {
-          LookupTable256(static_cast<const uint8_t*>(x.raw()) + r * n, n, offset, table->raw(),
-                         sizeof(float), row);
+          LookupDwords256(static_cast<const uint8_t*>(x.raw()) + r * n, n, offset, *entries, row);
         } else {
           scores = x.data<float>() + r * n;
         }

@@ -10,6 +10,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "kernels/float/broadcast.h"
@@ -125,18 +127,23 @@ class BroadcastSpans {
 };
 
 // c = program(a, b) over numpy broadcasting, in vector spans, split over the pool.
-void RunBinary(const QBinaryProgram& program, const Tensor& a, const Tensor& b, Tensor& c,
-               ThreadPool* pool) {
-  const BroadcastSpans spans(a.shape(), b.shape(), c.shape());
+// b is stored bytes, or floats already dequantized (QBinaryFloatOperandSpan).
+template <typename BElement>
+void RunBinary(const QBinaryProgram& program, const Tensor& a, const BElement* pb,
+               const Shape& b_shape, Tensor& c, ThreadPool* pool) {
+  const BroadcastSpans spans(a.shape(), b_shape, c.shape());
   const auto* pa = static_cast<const uint8_t*>(a.raw());
-  const auto* pb = static_cast<const uint8_t*>(b.raw());
   auto* pc = static_cast<uint8_t*>(c.raw());
   auto run = [&](int64_t begin, int64_t end) {
     spans.ForEach(begin, end,
                   [&](int64_t c_offset, int64_t a_offset, int64_t a_step, int64_t b_offset,
                       int64_t b_step, int64_t count) {
-                    QBinarySpan(program, pa + a_offset, a_step, pb + b_offset, b_step,
-                                pc + c_offset, count);
+                    if constexpr (std::is_same_v<BElement, float>)
+                      QBinaryFloatOperandSpan(program, pa + a_offset, a_step, pb + b_offset, b_step,
+                                              pc + c_offset, count);
+                    else
+                      QBinarySpan(program, pa + a_offset, a_step, pb + b_offset, b_step,
+                                  pc + c_offset, count);
                   });
   };
   const int64_t total = spans.total();
@@ -147,6 +154,56 @@ void RunBinary(const QBinaryProgram& program, const Tensor& a, const Tensor& b, 
   pool->ParallelFor((total + kSpanGrain - 1) / kSpanGrain, [&](int64_t g0, int64_t g1) {
     run(g0 * kSpanGrain, std::min(total, g1 * kSpanGrain));
   });
+}
+
+void RunBinary(const QBinaryProgram& program, const Tensor& a, const Tensor& b, Tensor& c,
+               ThreadPool* pool) {
+  RunBinary(program, a, static_cast<const uint8_t*>(b.raw()), b.shape(), c, pool);
+}
+
+// An 8-bit constant operand of the float steps with constant per-tensor scale and
+// zero point, dequantized once as the span would (float(q - zero) * scale).
+struct DequantizedConstant {
+  BinaryInput input = kB;  // kA or kB
+  Shape shape;
+  std::vector<float> values;
+};
+
+// The constant operand (B tried first), or nothing when neither qualifies; the
+// per-run path then reads and checks everything as usual.
+std::optional<DequantizedConstant> DequantizeConstantOperand(const KernelInit& init) {
+  const auto constant = [&](size_t i) {
+    return i < init.constant_inputs.size() ? init.constant_inputs[i] : nullptr;
+  };
+  for (const BinaryInput input : {kB, kA}) {
+    const Tensor* data = constant(input);
+    const Tensor* scale = constant(input + 1);
+    const size_t zero_index = input + 2;
+    const bool zero_omitted =
+        zero_index >= init.input_types.size() || init.input_types[zero_index] == DType::kUndefined;
+    const Tensor* zero = constant(zero_index);
+    if (data == nullptr || !IsInt8Type(data->dtype()) || scale == nullptr ||
+        scale->dtype() != DType::kFloat32 || NumElements(scale->shape()) != 1 ||
+        (!zero_omitted &&
+         (zero == nullptr || zero->dtype() != data->dtype() || NumElements(zero->shape()) != 1)))
+      continue;
+    const int32_t zero_value =
+        zero_omitted ? 0 : ReadZeroPoints(init.node, *zero, data->dtype(), "zero point")[0];
+    const float scale_value = scale->data<float>()[0];
+    DequantizedConstant result;
+    result.input = input;
+    result.shape = data->shape();
+    const int64_t n = NumElements(data->shape());
+    result.values.resize(static_cast<size_t>(n));
+    const auto* bytes = static_cast<const uint8_t*>(data->raw());
+    const bool is_signed = data->dtype() == DType::kInt8;
+    for (int64_t i = 0; i < n; ++i) {
+      const int32_t q = is_signed ? int32_t{static_cast<int8_t>(bytes[i])} : int32_t{bytes[i]};
+      result.values[static_cast<size_t>(i)] = static_cast<float>(q - zero_value) * scale_value;
+    }
+    return result;
+  }
+  return std::nullopt;
 }
 
 // How a node computes: com.microsoft QLinearAdd/QLinearMul arithmetic, or the float
@@ -161,7 +218,9 @@ struct BinaryForm {
 
 class QLinearBinaryKernel : public OpKernel {
  public:
-  explicit QLinearBinaryKernel(BinaryForm form) : form_(form) {}
+  explicit QLinearBinaryKernel(BinaryForm form,
+                               std::optional<DequantizedConstant> constant = std::nullopt)
+      : form_(form), constant_(std::move(constant)) {}
 
   void Run(KernelContext& ctx) override {
     const Node& node = ctx.node();
@@ -180,7 +239,14 @@ class QLinearBinaryKernel : public OpKernel {
     pb.zero = ReadScalarZero(ctx, kBZero, pb.type, "B_zero_point");
     pc.zero = ReadScalarZero(ctx, kCZero, pc.type, "C_zero_point");
     const Shape shape = BroadcastOrFail(a.shape(), b.shape(), node.Describe());
-    Tensor& c = ctx.AllocateOutput(0, out_type, shape);
+    Tensor& c = ctx.AllocateUninitializedOutput(0, out_type, shape);  // every element is written
+    if (form_.float_steps && constant_) {
+      // The other operand takes A's place; the constant one is read as floats.
+      const bool constant_b = constant_->input == kB;
+      RunBinary(QdqFloatBinaryProgram(constant_b ? pa : pb, constant_b ? pb : pa, pc, form_.is_add),
+                constant_b ? a : b, constant_->values.data(), constant_->shape, c, ctx.pool());
+      return;
+    }
     if (form_.float_steps) {
       RunBinary(QdqFloatBinaryProgram(pa, pb, pc, form_.is_add), a, b, c, ctx.pool());
       return;
@@ -209,6 +275,7 @@ class QLinearBinaryKernel : public OpKernel {
 
  private:
   BinaryForm form_;
+  std::optional<DequantizedConstant> constant_;  // float steps only
 };
 
 bool AcceptsBinary(const Node&, const std::vector<DType>& t) {
@@ -273,7 +340,9 @@ void RegisterQLinearBinaryOps(KernelRegistry& r) {
                   return std::vector<DType>{QdqBinaryOutputType(node, t)};
                 },
                 [](const KernelInit& init) {
-                  return std::make_unique<QLinearBinaryKernel>(QdqBinaryForm(init.node));
+                  const BinaryForm form = QdqBinaryForm(init.node);
+                  return std::make_unique<QLinearBinaryKernel>(
+                      form, form.float_steps ? DequantizeConstantOperand(init) : std::nullopt);
                 }});
   }
 }

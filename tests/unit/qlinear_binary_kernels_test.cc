@@ -124,6 +124,18 @@ QBinaryProgram ProgramOf(const Spec& s) {
   return q;
 }
 
+// Operand B dequantized as the float steps form it: float(b - zb) * sb.
+std::vector<float> DequantizedB(const Spec& s, const uint8_t* b, int64_t count) {
+  std::vector<float> out(count);
+  for (int64_t i = 0; i < count; ++i)
+    out[i] = F(static_cast<double>(static_cast<float>(ByteValue(b[i], s.b_type) - s.zb)) * s.sb);
+  return out;
+}
+
+bool IsFloatSteps(QBinaryArithmetic arithmetic) {
+  return arithmetic == QBinaryArithmetic::kFloatAdd || arithmetic == QBinaryArithmetic::kFloatMul;
+}
+
 int RandomZero(DType t, std::mt19937& rng) {
   switch (rng() % 4) {
     case 0:
@@ -215,6 +227,17 @@ TEST(QBinaryKernels, EveryPathMatchesTheFormulaOnEverySpanForm) {
             QBinarySpan(program, pa, a_step, pb, b_step, c.data() + misalign, n, isa);
             ASSERT_EQ(std::vector<uint8_t>(c.data() + misalign, c.data() + misalign + n), expected);
             for (int64_t i = 0; i < misalign; ++i) ASSERT_EQ(c[i], 0xA5) << "wrote before";
+            if (!IsFloatSteps(arithmetic)) continue;
+            // B given dequantized (a constant operand), also ending before a guard page.
+            const std::vector<float> floats = DequantizedB(spec, pb, b_count);
+            GuardedBuffer<float> fb(b_count);
+            for (int64_t i = 0; i < b_count; ++i) fb[i] = floats[i];
+            std::memset(c.data(), 0xA5, n + misalign);
+            QBinaryFloatOperandSpan(program, pa, a_step, fb.data(), b_step, c.data() + misalign, n,
+                                    isa);
+            ASSERT_EQ(std::vector<uint8_t>(c.data() + misalign, c.data() + misalign + n), expected)
+                << "dequantized B";
+            for (int64_t i = 0; i < misalign; ++i) ASSERT_EQ(c[i], 0xA5) << "wrote before";
           }
         }
       }
@@ -250,6 +273,12 @@ TEST(QBinaryKernels, FullGridOfBytesWithTiesOnEveryPath) {
       QBinarySpan(ProgramOf(spec), a.data(), 1, b.data(), 1, c.data(),
                   static_cast<int64_t>(c.size()), isa);
       ASSERT_EQ(c, expected);
+      if (!IsFloatSteps(spec.arithmetic)) continue;
+      const std::vector<float> fb = DequantizedB(spec, b.data(), static_cast<int64_t>(b.size()));
+      std::fill(c.begin(), c.end(), 0);
+      QBinaryFloatOperandSpan(ProgramOf(spec), a.data(), 1, fb.data(), 1, c.data(),
+                              static_cast<int64_t>(c.size()), isa);
+      ASSERT_EQ(c, expected) << "dequantized B";
     }
   }
 }
@@ -299,14 +328,8 @@ TEST(QBinaryKernels, ProductsAreRoundedBeforeTheAddition) {
 }
 
 // The operators over numpy broadcasting, against a naive walk of the output
-// (offsets from each output index) with the formula above; one and two threads.
-Tensor RunBinaryNode(const std::string& domain, const std::string& op,
-                     const std::vector<std::optional<Tensor>>& inputs,
-                     const std::map<std::string, Attribute>& attributes, ThreadPool* pool) {
-  return int_test::RunNode(op, 1, inputs,
-                           {.domain = domain, .attributes = attributes, .pool = pool});
-}
-
+// (offsets from each output index) with the formula above; one and two threads,
+// operands given at run time or as constants at creation.
 int64_t BroadcastOffset(const Shape& in, const Shape& out, int64_t flat) {
   int64_t offset = 0, stride = 1;
   for (size_t k = 0; k < out.size(); ++k) {
@@ -383,15 +406,36 @@ TEST(QBinaryOps, BroadcastFormsMatchANaiveWalkOnOneAndTwoThreads) {
       for (int64_t i = 0; i < NumElements(out); ++i)
         expected[i] =
             Expected(s, pa[BroadcastOffset(sc.a, out, i)], pb[BroadcastOffset(sc.b, out, i)]);
+      // Constant operands (the float steps dequantize one once): none, B with its
+      // parameters, A with its parameters, A without its zero point input (za = 0 then).
+      const std::vector<std::vector<bool>> constant_forms = {
+          {}, {false, false, false, true, true, true}, {true, true, true}, {true, true, false}};
       for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &two_threads}) {
-        SCOPED_TRACE(std::string(op) + " " + ShapeToString(sc.a) + " x " + ShapeToString(sc.b) +
-                     (pool ? " two threads" : " one thread"));
-        const Tensor c =
-            RunBinaryNode(ms ? kMsDomain : kOctetDomain, ms ? op : (add ? kQdqAddOp : kQdqMulOp),
-                          inputs, attributes, pool);
-        ASSERT_EQ(c.shape(), out);
-        const auto* pc = static_cast<const uint8_t*>(c.raw());
-        ASSERT_EQ(std::vector<uint8_t>(pc, pc + c.numel()), expected);
+        for (size_t form = 0; form < constant_forms.size(); ++form) {
+          SCOPED_TRACE(std::string(op) + " " + ShapeToString(sc.a) + " x " + ShapeToString(sc.b) +
+                       (pool ? " two threads" : " one thread") + " constant form " +
+                       std::to_string(form));
+          const bool omit_a_zero = form == 3;
+          std::vector<std::optional<Tensor>> run_inputs = inputs;
+          std::vector<uint8_t> want = expected;
+          if (omit_a_zero) {
+            run_inputs[2] = std::nullopt;
+            Spec s0 = s;
+            s0.za = 0;
+            for (int64_t i = 0; i < NumElements(out); ++i)
+              want[i] = Expected(s0, pa[BroadcastOffset(sc.a, out, i)],
+                                 pb[BroadcastOffset(sc.b, out, i)]);
+          }
+          const Tensor c = int_test::RunNode(ms ? op : (add ? kQdqAddOp : kQdqMulOp), 1, run_inputs,
+                                             {.domain = ms ? kMsDomain : kOctetDomain,
+                                              .attributes = attributes,
+                                              .constant = constant_forms[form],
+                                              .pool = pool,
+                                              .runs = 2});
+          ASSERT_EQ(c.shape(), out);
+          const auto* pc = static_cast<const uint8_t*>(c.raw());
+          ASSERT_EQ(std::vector<uint8_t>(pc, pc + c.numel()), want);
+        }
       }
     }
   }

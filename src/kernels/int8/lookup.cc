@@ -1,5 +1,7 @@
 #include "kernels/int8/lookup.h"
 
+#include <cstring>
+
 #include "core/error.h"
 #include "kernels/isa.h"
 
@@ -11,6 +13,8 @@ template <typename T>
 void Gather(const uint8_t* x, int64_t n, uint8_t index_offset, const T* table, T* y) {
   for (int64_t i = 0; i < n; ++i) y[i] = table[static_cast<uint8_t>(x[i] + index_offset)];
 }
+
+constexpr int64_t kDwordPlanesMinLength = 1024;
 
 bool UseVbmi() {
 #if defined(__x86_64__) || defined(_M_X64)
@@ -28,6 +32,27 @@ void LookupBytesScalar(const uint8_t* x, int64_t n, uint8_t index_offset, const 
   Gather(x, n, index_offset, table, y);
 }
 
+DwordTable256::DwordTable256(const void* table) {
+  std::memcpy(entries, table, sizeof(entries));
+  for (int i = 0; i < 256; ++i)
+    for (int k = 0; k < 4; ++k) planes[k][i] = static_cast<uint8_t>(entries[i] >> (8 * k));
+}
+
+void LookupDwordsScalar(const uint8_t* x, int64_t n, uint8_t index_offset,
+                        const DwordTable256& table, void* y) {
+  auto* out = static_cast<uint8_t*>(y);
+  for (int64_t i = 0; i < n; ++i)
+    std::memcpy(out + 4 * i, &table.entries[static_cast<uint8_t>(x[i] + index_offset)], 4);
+}
+
+void LookupDwords256(const uint8_t* x, int64_t n, uint8_t index_offset, const DwordTable256& table,
+                     void* y) {
+#if defined(__x86_64__) || defined(_M_X64)
+  if (UseVbmi()) return LookupDwordsAvx512Vbmi(x, n, index_offset, table, y);
+#endif
+  LookupDwordsScalar(x, n, index_offset, table, y);
+}
+
 void LookupTable256(const uint8_t* x, int64_t n, uint8_t index_offset, const void* table,
                     size_t element_size, void* y) {
   switch (element_size) {
@@ -43,6 +68,9 @@ void LookupTable256(const uint8_t* x, int64_t n, uint8_t index_offset, const voi
       return Gather(x, n, index_offset, static_cast<const uint16_t*>(table),
                     static_cast<uint16_t*>(y));
     case 4:
+      // Preparing the byte planes costs about as much as a few hundred lookups.
+      if (UseVbmi() && n >= kDwordPlanesMinLength)
+        return LookupDwords256(x, n, index_offset, DwordTable256(table), y);
       return Gather(x, n, index_offset, static_cast<const uint32_t*>(table),
                     static_cast<uint32_t*>(y));
     case 8:

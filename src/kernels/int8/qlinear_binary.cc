@@ -21,6 +21,12 @@ int32_t ReadValue(uint8_t byte, bool is_signed, int32_t offset) {
   return (is_signed ? int32_t{static_cast<int8_t>(byte)} : int32_t{byte}) + offset;
 }
 
+// The float steps on dequantized operands: QuantizeLinear of x (op) y.
+int32_t FloatResult(const QBinaryProgram& p, float x, float y) {
+  const float r = p.arithmetic == QBinaryArithmetic::kFloatAdd ? x + y : x * y;
+  return QuantizeScaledValue(r / p.c_scale, p.c_zero, p.c_min, p.c_max);
+}
+
 // The value of one element before saturation (a and b already read).
 int32_t Compute(const QBinaryProgram& p, int32_t a, int32_t b) {
   switch (p.arithmetic) {
@@ -36,12 +42,9 @@ int32_t Compute(const QBinaryProgram& p, int32_t a, int32_t b) {
       const float product = static_cast<float>((a - p.a_zero) * (b - p.b_zero)) * p.ratio;
       return ConvertLikeCvtps2dq(product + static_cast<float>(p.c_zero));
     }
-    default: {
-      const float x = static_cast<float>(a - p.a_zero) * p.a_scale;
-      const float y = static_cast<float>(b - p.b_zero) * p.b_scale;
-      const float r = p.arithmetic == QBinaryArithmetic::kFloatAdd ? x + y : x * y;
-      return QuantizeScaledValue(r / p.c_scale, p.c_zero, p.c_min, p.c_max);
-    }
+    default:
+      return FloatResult(p, static_cast<float>(a - p.a_zero) * p.a_scale,
+                         static_cast<float>(b - p.b_zero) * p.b_scale);
   }
 }
 
@@ -103,6 +106,15 @@ void SpanScalar(const QBinaryProgram& p, const uint8_t* a, int64_t a_step, const
   }
 }
 
+void FloatOperandSpanScalar(const QBinaryProgram& p, const uint8_t* a, int64_t a_step,
+                            const float* b, int64_t b_step, uint8_t* c, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t x = ReadValue(a[i * a_step], p.a_signed, p.a_offset);
+    const int32_t v = FloatResult(p, static_cast<float>(x - p.a_zero) * p.a_scale, b[i * b_step]);
+    c[i] = static_cast<uint8_t>(std::clamp(v, p.c_min, p.c_max) - p.c_offset);
+  }
+}
+
 }  // namespace qbinary
 
 void QBinarySpan(const QBinaryProgram& p, const uint8_t* a, int64_t a_step, const uint8_t* b,
@@ -117,6 +129,26 @@ void QBinarySpan(const QBinaryProgram& p, const uint8_t* a, int64_t a_step, cons
   const qbinary::SpanFn fn =
       PickKernel<qbinary::SpanFn>(isa, "quantized binary kernels", qbinary::SpanScalar,
                                   qbinary::SpanScalar, qbinary::SpanScalar);
+#endif
+  fn(p, a, a_step, b, b_step, c, n);
+}
+
+void QBinaryFloatOperandSpan(const QBinaryProgram& p, const uint8_t* a, int64_t a_step,
+                             const float* b, int64_t b_step, uint8_t* c, int64_t n, Isa isa) {
+  OCTET_CHECK((a_step == 0 || a_step == 1) && (b_step == 0 || b_step == 1),
+              "internal: quantized binary span steps must be 0 or 1");
+  OCTET_CHECK(
+      p.arithmetic == QBinaryArithmetic::kFloatAdd || p.arithmetic == QBinaryArithmetic::kFloatMul,
+      "internal: a dequantized operand needs the float steps");
+  if (n <= 0) return;
+#if defined(__x86_64__) || defined(_M_X64)
+  const qbinary::FloatOperandSpanFn fn = PickKernel<qbinary::FloatOperandSpanFn>(
+      isa, "quantized binary kernels", qbinary::FloatOperandSpanScalar,
+      qbinary::FloatOperandSpanAvx2, qbinary::FloatOperandSpanAvx512);
+#else
+  const qbinary::FloatOperandSpanFn fn = PickKernel<qbinary::FloatOperandSpanFn>(
+      isa, "quantized binary kernels", qbinary::FloatOperandSpanScalar,
+      qbinary::FloatOperandSpanScalar, qbinary::FloatOperandSpanScalar);
 #endif
   fn(p, a, a_step, b, b_step, c, n);
 }

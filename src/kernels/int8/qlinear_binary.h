@@ -82,6 +82,15 @@ QBinaryProgram QdqFloatBinaryProgram(const ScalarQParams& a, const ScalarQParams
 void QBinarySpan(const QBinaryProgram& p, const uint8_t* a, int64_t a_step, const uint8_t* b,
                  int64_t b_step, uint8_t* c, int64_t n, Isa isa = ActiveIsa());
 
+// The float steps (kFloatAdd / kFloatMul programs) with operand B given already
+// dequantized: b[i * b_step] is float(b - b_zero) * b_scale, formed as the span
+// would form it (a constant operand, dequantized once). Same bytes as QBinarySpan
+// on the stored operand. A constant A goes here as B: float add and multiply
+// commute exactly.
+void QBinaryFloatOperandSpan(const QBinaryProgram& p, const uint8_t* a, int64_t a_step,
+                             const float* b, int64_t b_step, uint8_t* c, int64_t n,
+                             Isa isa = ActiveIsa());
+
 // Internal: each implementation (qlinear_binary.cc, qlinear_binary_avx2.cc,
 // qlinear_binary_avx512.cc). The ISA files call only these functions, never
 // an inline helper of a header.
@@ -94,6 +103,14 @@ void SpanAvx2(const QBinaryProgram& p, const uint8_t* a, int64_t a_step, const u
               int64_t b_step, uint8_t* c, int64_t n);
 void SpanAvx512(const QBinaryProgram& p, const uint8_t* a, int64_t a_step, const uint8_t* b,
                 int64_t b_step, uint8_t* c, int64_t n);
+using FloatOperandSpanFn = void (*)(const QBinaryProgram& p, const uint8_t* a, int64_t a_step,
+                                    const float* b, int64_t b_step, uint8_t* c, int64_t n);
+void FloatOperandSpanScalar(const QBinaryProgram& p, const uint8_t* a, int64_t a_step,
+                            const float* b, int64_t b_step, uint8_t* c, int64_t n);
+void FloatOperandSpanAvx2(const QBinaryProgram& p, const uint8_t* a, int64_t a_step, const float* b,
+                          int64_t b_step, uint8_t* c, int64_t n);
+void FloatOperandSpanAvx512(const QBinaryProgram& p, const uint8_t* a, int64_t a_step,
+                            const float* b, int64_t b_step, uint8_t* c, int64_t n);
 }  // namespace qbinary
 
 }  // namespace octet

@@ -15,4 +15,9 @@ void SpanAvx2(const QBinaryProgram& p, const uint8_t* a, int64_t a_step, const u
   QBinaryKernels<simd::Avx2>::Span(p, a, a_step, b, b_step, c, n);
 }
 
+void FloatOperandSpanAvx2(const QBinaryProgram& p, const uint8_t* a, int64_t a_step, const float* b,
+                          int64_t b_step, uint8_t* c, int64_t n) {
+  QBinaryKernels<simd::Avx2>::FloatOperandSpan(p, a, a_step, b, b_step, c, n);
+}
+
 }  // namespace octet::qbinary

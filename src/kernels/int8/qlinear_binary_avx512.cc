@@ -19,4 +19,9 @@ void SpanAvx512(const QBinaryProgram& p, const uint8_t* a, int64_t a_step, const
   QBinaryKernels<simd::Avx512>::Span(p, a, a_step, b, b_step, c, n);
 }
 
+void FloatOperandSpanAvx512(const QBinaryProgram& p, const uint8_t* a, int64_t a_step,
+                            const float* b, int64_t b_step, uint8_t* c, int64_t n) {
+  QBinaryKernels<simd::Avx512>::FloatOperandSpan(p, a, a_step, b, b_step, c, n);
+}
+
 }  // namespace octet::qbinary

@@ -38,6 +38,15 @@ struct QBinaryKernels {
     }
   }
 
+  // The float steps with operand B already dequantized (QBinaryFloatOperandSpan).
+  static void FloatOperandSpan(const QBinaryProgram& p, const uint8_t* a, int64_t a_step,
+                               const float* b, int64_t b_step, uint8_t* c, int64_t n) {
+    if (p.arithmetic == QBinaryArithmetic::kFloatAdd)
+      RunFloatB<Kind::kFloatAdd>(p, a, a_step, b, b_step, c, n);
+    else
+      RunFloatB<Kind::kFloatMul>(p, a, a_step, b, b_step, c, n);
+  }
+
  private:
   // The arithmetic, with QLinearAdd's two operand orders apart so that the
   // loop does not test a_inner.
@@ -94,15 +103,26 @@ struct QBinaryKernels {
       const I product = V::MulI(V::SubI(a, k.a_zero), V::SubI(b, k.b_zero));
       q = V::RoundToInt(V::Add(V::Mul(V::ToFloat(product), k.ratio), k.c_zero_float));
     } else {
-      const F x = V::Mul(V::ToFloat(V::SubI(a, k.a_zero)), k.a_scale);
-      const F y = V::Mul(V::ToFloat(V::SubI(b, k.b_zero)), k.b_scale);
-      F v = V::Div(kKind == Kind::kFloatAdd ? V::Add(x, y) : V::Mul(x, y), k.c_scale);
-      v = V::Max(v, k.lo);  // NaN -> lo
-      v = V::Min(v, k.hi);
-      q = V::AddI(V::RoundToInt(v), k.c_zero);
+      return FloatResult<kKind>(k, Dequantize(a, k.a_zero, k.a_scale),
+                                Dequantize(b, k.b_zero, k.b_scale));
     }
-    q = V::MinI(V::MaxI(q, k.c_min), k.c_max);
-    return V::SubI(q, k.c_offset);
+    return Saturate(k, q);
+  }
+
+  static F Dequantize(I v, I zero, F scale) { return V::Mul(V::ToFloat(V::SubI(v, zero)), scale); }
+
+  // The float steps on dequantized operands x and y: QuantizeLinear of x (op) y.
+  template <Kind kKind>
+  static I FloatResult(const Constants& k, F x, F y) {
+    F v = V::Div(kKind == Kind::kFloatAdd ? V::Add(x, y) : V::Mul(x, y), k.c_scale);
+    v = V::Max(v, k.lo);  // NaN -> lo
+    v = V::Min(v, k.hi);
+    return Saturate(k, V::AddI(V::RoundToInt(v), k.c_zero));
+  }
+
+  // Saturates a value to [c_min, c_max] and takes off c_offset.
+  static I Saturate(const Constants& k, I q) {
+    return V::SubI(V::MinI(V::MaxI(q, k.c_min), k.c_max), k.c_offset);
   }
 
   template <Kind kKind>
@@ -117,6 +137,30 @@ struct QBinaryKernels {
       const I va = a_step != 0 ? read_a(a + i, count) : a_splat;
       const I vb = b_step != 0 ? read_b(b + i, count) : b_splat;
       const I q = Compute<kKind>(k, va, vb);  // a byte's value: storing the low byte is exact
+      if (count == W)
+        V::StoreLow(c + i, q);
+      else
+        V::StoreLowPartial(c + i, q, count);
+    };
+    int64_t i = 0;
+    for (; i + W <= n; i += W) step(i, W);
+    if (i < n) step(i, static_cast<int>(n - i));
+  }
+
+  // Run's loop with B read as floats: its widen, subtract, convert and multiply skipped.
+  template <Kind kKind>
+  static void RunFloatB(const QBinaryProgram& p, const uint8_t* a, int64_t a_step, const float* b,
+                        int64_t b_step, uint8_t* c, int64_t n) {
+    const Constants k(p);
+    const OperandReader read_a(p.a_signed, p.a_offset);
+    const I a_splat = V::SetI(ReadOne(a[0], p.a_signed, p.a_offset));
+    const F b_splat = V::Set(b[0]);
+    const auto step = [&](int64_t i, int count) {
+      const I va = a_step != 0 ? read_a(a + i, count) : a_splat;
+      const F vb = b_step == 0  ? b_splat
+                   : count == W ? V::Load(b + i)
+                                : V::LoadPartial(b + i, count, 0.f);
+      const I q = FloatResult<kKind>(k, Dequantize(va, k.a_zero, k.a_scale), vb);
       if (count == W)
         V::StoreLow(c + i, q);
       else
