@@ -115,19 +115,44 @@ int64_t ProductBlockRows(int64_t m, int64_t k) {
 
 namespace {
 
-// b's matrix shape and type, nothing packed yet.
-PackedMatMulB MatMulBHeader(const Tensor& b) {
+// The matrix shape and type of a B of shape `b`, nothing packed yet.
+PackedMatMulB MatMulBHeader(const Shape& b, DType dtype) {
   PackedMatMulB packed;
-  packed.k = b.rank() == 1 ? b.dim(0) : b.dim(b.rank() - 2);
-  packed.n = b.rank() == 1 ? 1 : b.dim(b.rank() - 1);
-  packed.is_signed = b.dtype() == DType::kInt8;
+  packed.k = b.size() == 1 ? b[0] : b[b.size() - 2];
+  packed.n = b.size() == 1 ? 1 : b.back();
+  packed.is_signed = dtype == DType::kInt8;
   return packed;
+}
+
+// Logical matrix `matrix` (rows x cols) of a tensor stored under `layout`,
+// copied row-major into dst.
+void GatherHeadMatrix(const uint8_t* stored, const MatMulHeadLayout& layout, int64_t matrix,
+                      int64_t rows, int64_t cols, uint8_t* dst) {
+  const uint8_t* src = stored + layout.MatrixOffset(matrix);
+  const int64_t ld = layout.ld();
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      dst[r * cols + c] = layout.columns ? src[c * ld + r] : src[r * ld + c];
 }
 
 }  // namespace
 
+MatMulHeadLayout HeadLayoutFromPerm(const Node& node, const std::vector<int64_t>& perm,
+                                    const Shape& stored, bool allow_columns, const char* name,
+                                    Shape& transposed) {
+  const std::vector<int64_t> heads_swap = {0, 2, 1, 3}, keys_transposed = {0, 2, 3, 1};
+  const bool columns = allow_columns && perm == keys_transposed;
+  OCTET_CHECK(columns || perm == heads_swap, node.Describe(), ": octet_", name,
+              "_perm must be [0, 2, 1, 3]", allow_columns ? " or [0, 2, 3, 1]" : "");
+  OCTET_CHECK(stored.size() == 4, node.Describe(), ": input ", name,
+              " read through a head Transpose must be 4-D, got ", ShapeToString(stored));
+  transposed = columns ? Shape{stored[0], stored[2], stored[3], stored[1]}
+                       : Shape{stored[0], stored[2], stored[1], stored[3]};
+  return {stored[2], stored[1], stored[3], columns};
+}
+
 PackedMatMulB PackMatMulB(const Tensor& b) {
-  PackedMatMulB packed = MatMulBHeader(b);
+  PackedMatMulB packed = MatMulBHeader(b.shape(), b.dtype());
   const int64_t matrix_size = packed.k * packed.n;
   const int64_t count =
       matrix_size == 0
@@ -150,8 +175,19 @@ PackedMatMulB PackMatMulB(const Tensor& b) {
 void RunIntMatMul(const MatMulShape& s, const Tensor& a, const MatMulZeroPoints& a_zero,
                   const PackedMatMulB& b, const MatMulZeroPoints& b_zero, ThreadPool* pool,
                   int32_t* out, const MatMulBlockFn& caller_epilogue,
-                  const MatMulRequantizedOutput* requantized) {
+                  const MatMulRequantizedOutput* requantized, const MatMulHeadLayouts& heads) {
   if (s.batch_count() == 0 || s.m == 0 || s.n == 0) return;
+  OCTET_CHECK(heads.y.heads == 0 || requantized != nullptr,
+              "RunIntMatMul: a head output layout needs the requantized output");
+  // Where A's matrix and the output's entry start, and their leading dimensions.
+  const int64_t lda = heads.a.heads ? heads.a.ld() : s.k;
+  auto a_offset = [&](int64_t matrix) {
+    return heads.a.heads ? heads.a.MatrixOffset(matrix) : matrix * s.m * s.k;
+  };
+  const int64_t ldy = heads.y.heads ? heads.y.ld() : s.n;
+  auto y_offset = [&](int64_t entry) {
+    return heads.y.heads ? heads.y.MatrixOffset(entry) : entry * s.m * s.n;
+  };
   // The requantized output's parameters for one batch entry.
   auto entry_params = [&](int64_t entry) {
     RequantizeParams p = requantized->params;
@@ -162,7 +198,7 @@ void RunIntMatMul(const MatMulShape& s, const Tensor& a, const MatMulZeroPoints&
   const MatMulBlockFn requantize = [&](int64_t entry, int64_t row0, int64_t rows, int64_t col0,
                                        int64_t cols, const int32_t* acc, int64_t ld_acc) {
     RequantizeS32(acc, ld_acc, rows, cols, ColumnsFrom(entry_params(entry), col0),
-                  y_bytes + (entry * s.m + row0) * s.n + col0, s.n);
+                  y_bytes + y_offset(entry) + row0 * ldy + col0, ldy);
   };
   const MatMulBlockFn& epilogue = requantized ? requantize : caller_epilogue;
   const bool a_signed = a.dtype() == DType::kInt8;
@@ -181,8 +217,19 @@ void RunIntMatMul(const MatMulShape& s, const Tensor& a, const MatMulZeroPoints&
   auto b_matrix_chunks = [&](int64_t matrix, PerRunB& per_run) -> std::span<const PackedB> {
     if (b.unpacked == nullptr) return b.matrices[matrix];
     if (per_run.matrix != matrix) {
-      PackBInto(per_run.packed, static_cast<const uint8_t*>(b.unpacked->raw()) + matrix * s.k * s.n,
-                b.is_signed, s.k, s.n, s.n);
+      const auto* stored = static_cast<const uint8_t*>(b.unpacked->raw());
+      const MatMulHeadLayout& layout = b.unpacked_layout;
+      if (layout.heads == 0) {
+        PackBInto(per_run.packed, stored + matrix * s.k * s.n, b.is_signed, s.k, s.n, s.n);
+      } else if (!layout.columns) {
+        PackBInto(per_run.packed, stored + layout.MatrixOffset(matrix), b.is_signed, s.k, s.n,
+                  layout.ld());
+      } else {
+        thread_local std::vector<uint8_t> gathered;  // kept between runs
+        gathered.resize(static_cast<size_t>(s.k * s.n));
+        GatherHeadMatrix(stored, layout, matrix, s.k, s.n, gathered.data());
+        PackBInto(per_run.packed, gathered.data(), b.is_signed, s.k, s.n, s.n);
+      }
       per_run.matrix = matrix;
     }
     return {&per_run.packed, 1};
@@ -202,7 +249,7 @@ void RunIntMatMul(const MatMulShape& s, const Tensor& a, const MatMulZeroPoints&
                                                (a_zero.layout.per_vector() ? row0 : 0)
                                          : nullptr;
       auto a_block = [&](int64_t k0) {
-        return Int8Operand{a_bytes + (a_matrix * s.m + row0) * s.k + k0, a_signed, s.k};
+        return Int8Operand{a_bytes + a_offset(a_matrix) + row0 * lda + k0, a_signed, lda};
       };
       if (out != nullptr && chunks == 1) {
         GemmS32(rows, a_block(0), a_zero_values, a_zero.layout.per_vector(), b_chunks[0],
@@ -213,7 +260,7 @@ void RunIntMatMul(const MatMulShape& s, const Tensor& a, const MatMulZeroPoints&
       if (requantized != nullptr && chunks == 1) {
         GemmS32Requantized(rows, a_block(0), a_zero_values, a_zero.layout.per_vector(), b_chunks[0],
                            b_zero_values, b_zero.layout.per_vector(), entry_params(entry),
-                           y_bytes + (entry * s.m + row0) * s.n, s.n, entry_pool);
+                           y_bytes + y_offset(entry) + row0 * ldy, ldy, entry_pool);
         continue;
       }
       if (chunks == 1) {
@@ -293,12 +340,33 @@ const PackedMatMulB& MatMulBInput::Get(const Node& node, const Tensor& b,
                                        PackedMatMulB& storage) const {
   if (constant_) return *constant_;
   CheckInt8Operand(node, b, "B");
-  storage = MatMulBHeader(b);
+  storage = MatMulBHeader(b.shape(), b.dtype());
   if (storage.k <= kKChunk) {
     storage.unpacked = &b;  // RunIntMatMul packs each matrix where it is used
   } else {
     storage = PackMatMulB(b);
   }
+  return storage;
+}
+
+const PackedMatMulB& MatMulBInput::Get(const Node& node, const Tensor& b, const Shape& shape,
+                                       const MatMulHeadLayout& layout,
+                                       PackedMatMulB& storage) const {
+  OCTET_CHECK(!constant_, node.Describe(), ": a constant B cannot be read through a Transpose");
+  CheckInt8Operand(node, b, "B");
+  storage = MatMulBHeader(shape, b.dtype());
+  if (storage.k <= kKChunk) {
+    storage.unpacked = &b;
+    storage.unpacked_layout = layout;
+    return storage;
+  }
+  // Too deep for one chunk: the transposed tensor is written out and packed as usual.
+  Tensor dense(b.dtype(), shape);
+  const int64_t matrix_size = storage.k * storage.n;
+  for (int64_t i = 0; i < (matrix_size ? dense.numel() / matrix_size : 0); ++i)
+    GatherHeadMatrix(static_cast<const uint8_t*>(b.raw()), layout, i, storage.k, storage.n,
+                     static_cast<uint8_t*>(dense.raw()) + i * matrix_size);
+  storage = PackMatMulB(dense);
   return storage;
 }
 

@@ -48,6 +48,25 @@ ParamLayout RowParamLayout(const Node& node, const Tensor& param, const Shape& a
 ParamLayout ColumnParamLayout(const Node& node, const Tensor& param, const Shape& b,
                               const char* name);
 
+// Where the matrices of an operand or of the output lie when a head Transpose
+// was folded into the node (rewrite/int8_attention.h): the tensor as stored
+// is [B, X, H, Y]; logical matrix i = b * H + h starts at byte
+// b * X * H * Y + h * Y. With perm [0, 2, 1, 3] it is X x Y, rows H * Y apart;
+// with perm [0, 2, 3, 1] (B only) it is Y x X, stored column by column.
+// heads == 0: the dense row-major [..., rows, cols] layout.
+struct MatMulHeadLayout {
+  int64_t heads = 0, x = 0, y = 0;
+  bool columns = false;  // perm [0, 2, 3, 1]
+  int64_t MatrixOffset(int64_t matrix) const {
+    return matrix / heads * x * heads * y + matrix % heads * y;
+  }
+  int64_t ld() const { return heads * y; }
+};
+// A's and the requantized output's layouts (B's travels in PackedMatMulB).
+struct MatMulHeadLayouts {
+  MatMulHeadLayout a, y;
+};
+
 // Every K x N matrix of a B operand ([..., K, N], or [K] as K x 1) packed for
 // the int8 GEMM once: K is cut into chunks of at most kGemmMaxK rows (the
 // GEMM's exactness limit), whose int32 results are added with wrap-around,
@@ -60,6 +79,7 @@ struct PackedMatMulB {
   // matrices empty: RunIntMatMul packs each matrix on the thread that uses it,
   // into a buffer reused between products (attention's run-time operands).
   const Tensor* unpacked = nullptr;
+  MatMulHeadLayout unpacked_layout;  // how `unpacked` holds its matrices
 };
 PackedMatMulB PackMatMulB(const Tensor& b);
 
@@ -88,6 +108,13 @@ struct MatMulRequantizedOutput {
   void* y = nullptr;
 };
 
+// The layout for a stored tensor read as Transpose(stored, perm), and the
+// transposed shape; fails unless stored is 4-D and perm is [0, 2, 1, 3] or
+// (allow_columns) [0, 2, 3, 1].
+MatMulHeadLayout HeadLayoutFromPerm(const Node& node, const std::vector<int64_t>& perm,
+                                    const Shape& stored, bool allow_columns, const char* name,
+                                    Shape& transposed);
+
 // acc[entry, m, n] = sum_k (A - zA)(B - zB) for every batch entry of `s`. When
 // `out` is non-null the product is written there ([batch, m, n] int32) and
 // `epilogue` is not called; when `requantized` is non-null it is requantized
@@ -98,7 +125,8 @@ struct MatMulRequantizedOutput {
 void RunIntMatMul(const MatMulShape& s, const Tensor& a, const MatMulZeroPoints& a_zero,
                   const PackedMatMulB& b, const MatMulZeroPoints& b_zero, ThreadPool* pool,
                   int32_t* out, const MatMulBlockFn& epilogue,
-                  const MatMulRequantizedOutput* requantized = nullptr);
+                  const MatMulRequantizedOutput* requantized = nullptr,
+                  const MatMulHeadLayouts& heads = {});
 
 // Fails unless t is uint8 or int8 ("input <name> has dtype ...").
 void CheckInt8Operand(const Node& node, const Tensor& t, const char* name);
@@ -110,6 +138,9 @@ class MatMulBInput {
   MatMulBInput(const KernelInit& init, size_t index);
   // The packed B of this run; `storage` holds it when B is not a constant.
   const PackedMatMulB& Get(const Node& node, const Tensor& b, PackedMatMulB& storage) const;
+  // The same for a run-time B stored under a head layout (logical shape `shape`).
+  const PackedMatMulB& Get(const Node& node, const Tensor& b, const Shape& shape,
+                           const MatMulHeadLayout& layout, PackedMatMulB& storage) const;
 
  private:
   std::optional<PackedMatMulB> constant_;

@@ -47,10 +47,18 @@ class MatMulIntegerKernel : public OpKernel {
 };
 
 // Inputs: a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point.
+// Attributes octet_a_perm / octet_b_perm / octet_y_perm (rewrite/int8_attention.h):
+// A or B is read as Transpose(input, perm), the output written as
+// Transpose(Y, perm), through strides.
 class QLinearMatMulKernel : public OpKernel {
  public:
   explicit QLinearMatMulKernel(const KernelInit& init)
-      : b_(init, 3), a_zero_(init, 2, 0, "a_zero_point"), b_zero_(init, 5, 3, "b_zero_point") {
+      : b_(init, 3),
+        a_zero_(init, 2, 0, "a_zero_point"),
+        b_zero_(init, 5, 3, "b_zero_point"),
+        a_perm_(init.node.GetInts("octet_a_perm")),
+        b_perm_(init.node.GetInts("octet_b_perm")),
+        y_perm_(init.node.GetInts("octet_y_perm")) {
     const Tensor* a_scale = ConstantInput(init, 1);
     const Tensor* b_scale = ConstantInput(init, 4);
     const Tensor* y_scale = ConstantInput(init, 6);
@@ -65,7 +73,21 @@ class QLinearMatMulKernel : public OpKernel {
     const Tensor& b_scale = ctx.input(4);
     const Tensor& y_zero_point = ctx.input(7);
     CheckInt8Operand(node, a, "A");
-    const MatMulShape shape = ComputeMatMulShape(node, a.shape(), b.shape());
+    MatMulHeadLayouts heads;
+    MatMulHeadLayout b_layout;
+    Shape a_shape = a.shape(), b_shape = b.shape();
+    if (!a_perm_.empty())
+      heads.a = HeadLayoutFromPerm(node, a_perm_, a.shape(), false, "a", a_shape);
+    if (!b_perm_.empty())
+      b_layout = HeadLayoutFromPerm(node, b_perm_, b.shape(), true, "b", b_shape);
+    const MatMulShape shape = ComputeMatMulShape(node, a_shape, b_shape);
+    Shape y_shape = shape.output;
+    if (!y_perm_.empty()) {
+      // The product [B, H, S, D] is stored as [B, S, H, D]; the perm is its own inverse.
+      HeadLayoutFromPerm(node, y_perm_, shape.output, false, "y", y_shape);
+      Shape product_shape;
+      heads.y = HeadLayoutFromPerm(node, y_perm_, y_shape, false, "y", product_shape);
+    }
 
     // Step 1: A and Y are per tensor (as in ONNX Runtime's CPU kernel), B per
     // tensor or per column.
@@ -74,18 +96,24 @@ class QLinearMatMulKernel : public OpKernel {
     const std::vector<float>& multipliers = multipliers_ ? *multipliers_ : per_run;
     CheckPerTensor(node, ctx.input(2), "a_zero_point");
     CheckPerTensor(node, y_zero_point, "y_zero_point");
+    if (!b_perm_.empty()) {
+      // Per-column parameters would be laid out along the stored B's columns.
+      CheckPerTensor(node, b_scale, "b_scale");
+      if (ctx.has_input(5)) CheckPerTensor(node, ctx.input(5), "b_zero_point");
+    }
     std::vector<int32_t> a_zero_storage, b_zero_storage;
     const MatMulZeroPoints a_zero = a_zero_.Get(ctx, a, true, a_zero_storage);
     const MatMulZeroPoints b_zero = b_zero_.Get(ctx, b, false, b_zero_storage);
-    const ParamLayout b_scale_layout = ColumnParamLayout(node, b_scale, b.shape(), "b_scale");
+    const ParamLayout b_scale_layout = ColumnParamLayout(node, b_scale, b_shape, "b_scale");
     const DType y_type = y_zero_point.dtype();
     OCTET_CHECK(IsInt8Type(y_type), node.Describe(), ": y_zero_point has dtype ", DTypeName(y_type),
                 "; expected uint8 or int8");
     PackedMatMulB b_storage;
-    const PackedMatMulB& packed = b_.Get(node, b, b_storage);
+    const PackedMatMulB& packed = b_perm_.empty() ? b_.Get(node, b, b_storage)
+                                                  : b_.Get(node, b, b_shape, b_layout, b_storage);
 
     // Steps 2 and 3.
-    Tensor& y = ctx.AllocateUninitializedOutput(0, y_type, shape.output);
+    Tensor& y = ctx.AllocateUninitializedOutput(0, y_type, y_shape);
     MatMulRequantizedOutput out;
     out.params.multiplier = multipliers.data();
     out.params.multiplier_per_column = b_scale_layout.per_vector();
@@ -93,7 +121,7 @@ class QLinearMatMulKernel : public OpKernel {
     out.params.output_type = y_type;
     out.multiplier_matrix_stride = b_scale_layout.matrix_stride;
     out.y = y.raw();
-    RunIntMatMul(shape, a, a_zero, packed, b_zero, ctx.pool(), nullptr, {}, &out);
+    RunIntMatMul(shape, a, a_zero, packed, b_zero, ctx.pool(), nullptr, {}, &out, heads);
   }
 
  private:
@@ -111,6 +139,7 @@ class QLinearMatMulKernel : public OpKernel {
 
   MatMulBInput b_;
   ZeroPointInput a_zero_, b_zero_;
+  std::vector<int64_t> a_perm_, b_perm_, y_perm_;  // empty: no folded Transpose
   std::optional<std::vector<float>> multipliers_;
 };
 

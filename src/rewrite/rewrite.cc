@@ -8,6 +8,7 @@
 
 #include "rewrite/float_attention.h"
 #include "rewrite/float_gelu.h"
+#include "rewrite/int8_attention.h"
 #include "rewrite/integer_matmul_float.h"
 #include "rewrite/qdq_activation.h"
 #include "rewrite/qdq_binary.h"
@@ -40,7 +41,8 @@ QdqReport RunQdqPasses(Graph& graph) {
   MergeSliceChains(graph, report);
   // OCTET_QDQ_LOOKUP=0: the control for the lookup tables alone (every other pass runs).
   if (!EnvIs("OCTET_QDQ_LOOKUP", "0")) FoldPointwiseChainsToTables(graph, report);
-  FuseMaskedSoftmax(graph, report);  // after the tables: it takes one in
+  FuseMaskedSoftmax(graph, report);       // after the tables: it takes one in
+  FoldInt8HeadTransposes(graph, report);  // after the movement pass settles the Transposes
   return report;
 }
 

@@ -769,6 +769,133 @@ const std::vector<FloatCase> kFloatCases = {{{1, 300}, {300, 70}, {}, true},
                                             {{5, 8}, {8, 3}, {}, false},
                                             {{130, 256}, {256, 128}, {128}, true}};
 
+// ------------------------------------------ QLinearMatMul with folded head Transposes
+
+// numpy.transpose of a 4-D int8 tensor, written independently of the kernel.
+Tensor Transpose4(const Tensor& t, const std::vector<int64_t>& perm) {
+  const Shape& in = t.shape();
+  Tensor out(t.dtype(), {in[perm[0]], in[perm[1]], in[perm[2]], in[perm[3]]});
+  const int64_t in_strides[4] = {in[1] * in[2] * in[3], in[2] * in[3], in[3], 1};
+  const auto* src = static_cast<const uint8_t*>(t.raw());
+  auto* dst = static_cast<uint8_t*>(out.raw());
+  int64_t i = 0;
+  for (int64_t a = 0; a < out.dim(0); ++a)
+    for (int64_t b = 0; b < out.dim(1); ++b)
+      for (int64_t c = 0; c < out.dim(2); ++c)
+        for (int64_t d = 0; d < out.dim(3); ++d)
+          dst[i++] = src[a * in_strides[perm[0]] + b * in_strides[perm[1]] +
+                         c * in_strides[perm[2]] + d * in_strides[perm[3]]];
+  return out;
+}
+
+// octet_a_perm / octet_b_perm / octet_y_perm (rewrite/int8_attention.h): A and B
+// stored untransposed, Y stored transposed, against the naive product of the
+// transposed operands, requantized by the documented formula.
+TEST(QLinearMatMulFast, FoldedHeadTransposesReadAndWriteThroughStrides) {
+  std::mt19937 rng(53);
+  Pools pools;
+  const std::vector<int64_t> heads_swap = {0, 2, 1, 3}, keys = {0, 2, 3, 1};
+  struct Case {
+    Shape q, k;   // stored [B, S, H, D] operands; S x D (times) D x S' or S x S' x S' x D
+    bool scores;  // Q K^T (B perm [0, 2, 3, 1]) or P V (B perm [0, 2, 1, 3])
+    bool a_perm, b_perm, y_perm;
+  };
+  const std::vector<Case> cases = {
+      {{2, 128, 3, 32}, {2, 128, 3, 32}, true, true, true, false},  // MiniLM's Q K^T
+      {{2, 7, 3, 8}, {2, 9, 3, 8}, true, true, true, true},
+      {{1, 5, 2, 5}, {1, 6, 2, 5}, true, false, true, false},         // K not a multiple of 4
+      {{2, 128, 3, 128}, {2, 128, 3, 32}, false, false, true, true},  // MiniLM's P V
+      {{2, 7, 3, 9}, {2, 9, 3, 11}, false, true, true, true},
+      {{3, 4, 2, 6}, {3, 6, 2, 5}, false, false, false, true},
+      {{1, 130, 1, 20}, {1, 20, 1, 130}, false, true, false, true},  // 128-row blocks
+  };
+  for (const Case& c : cases) {
+    for (const auto& [ta, tb] : kTypePairs) {
+      for (DType ty : {DType::kUInt8, DType::kInt8}) {
+        SCOPED_TRACE(ShapeToString(c.q) + " " + ShapeToString(c.k) + (c.scores ? " QK " : " PV ") +
+                     std::to_string(c.a_perm) + std::to_string(c.b_perm) +
+                     std::to_string(c.y_perm) + " " + DTypeName(ta) + "/" + DTypeName(tb) + "->" +
+                     DTypeName(ty));
+        const Tensor a_stored = RandomInt8(ta, c.q, rng);
+        const Tensor b_stored = RandomInt8(tb, c.k, rng);
+        const std::vector<int64_t> b_perm = c.scores ? keys : heads_swap;
+        // Operands not read through a perm are given already transposed.
+        const Tensor a_logical = Transpose4(a_stored, heads_swap);
+        const Tensor b_logical = Transpose4(b_stored, b_perm);
+        const Tensor& a_in = c.a_perm ? a_stored : a_logical;
+        const Tensor& b_in = c.b_perm ? b_stored : b_logical;
+        const float a_scale = 0.02f, b_scale = 0.01f;
+        const float y_scale = a_scale * 0.015f * std::sqrt(static_cast<float>(a_logical.dim(3)));
+        const int a_zero = TypeMin(ta) + 77, b_zero = TypeMin(tb) + 140, y_zero = TypeMin(ty) + 120;
+        const Tensor za = ZeroPoints(ta, {}, {a_zero}), zb = ZeroPoints(tb, {}, {b_zero});
+        const Tensor zy = ZeroPoints(ty, {}, {y_zero});
+        const ExpectedMatMul want = NaiveMatMul(a_logical, &za, b_logical, &zb);
+        Tensor expected_logical(ty, want.shape);
+        for (size_t i = 0; i < want.acc.size(); ++i)
+          static_cast<uint8_t*>(expected_logical.raw())[i] = static_cast<uint8_t>(
+              ExpectedRequant(want.acc[i], a_scale, b_scale, y_scale, y_zero, ty));
+        const Tensor expected =
+            c.y_perm ? Transpose4(expected_logical, heads_swap) : expected_logical;
+        std::map<std::string, Attribute> attributes;
+        if (c.a_perm) attributes["octet_a_perm"] = Attribute::Ints(heads_swap);
+        if (c.b_perm) attributes["octet_b_perm"] = Attribute::Ints(b_perm);
+        if (c.y_perm) attributes["octet_y_perm"] = Attribute::Ints(heads_swap);
+        for (ThreadPool* pool : pools.all()) {
+          const Tensor y =
+              RunNode("QLinearMatMul", 10,
+                      {a_in, Scalar(a_scale), za, b_in, Scalar(b_scale), zb, Scalar(y_scale), zy},
+                      {.attributes = attributes,
+                       .name = "fast_node",
+                       .constant = {false, true, true, false, true, true, true, true},
+                       .pool = pool,
+                       .runs = 2});
+          ASSERT_EQ(y.shape(), expected.shape());
+          EXPECT_EQ(Int8Values(y), Int8Values(expected))
+              << "threads " << (pool ? pool->num_threads() : 0);
+        }
+      }
+    }
+  }
+}
+
+TEST(QLinearMatMulFast, FoldedHeadTransposeErrorsNameTheNode) {
+  std::mt19937 rng(5);
+  const Tensor a = RandomInt8(DType::kUInt8, {1, 2, 4, 8}, rng);  // [1, 2, 4, 8] x K^T [1, 2, 8, 4]
+  const Tensor b = RandomInt8(DType::kUInt8, {1, 4, 2, 8}, rng);
+  const Tensor z = Scalar<uint8_t>(0);
+  const std::vector<std::optional<Tensor>> inputs = {a, Scalar(0.1f), z, b, Scalar(0.1f),
+                                                     z, Scalar(0.5f), z};
+  auto run = [&](const std::string& attr, std::vector<int64_t> perm,
+                 std::vector<std::optional<Tensor>> in, std::vector<bool> constant = {}) {
+    RunNode("QLinearMatMul", 10, in,
+            {.attributes = {{attr, Attribute::Ints(std::move(perm))}},
+             .name = "heads",
+             .constant = std::move(constant)});
+  };
+  ExpectError(
+      [&] {
+        run("octet_a_perm", {0, 2, 3, 1}, inputs);
+      },
+      {"node 'heads'", "octet_a_perm must be [0, 2, 1, 3]"});
+  ExpectError(
+      [&] {
+        run("octet_b_perm", {0, 1, 3, 2}, inputs);
+      },
+      {"node 'heads'", "octet_b_perm must be [0, 2, 1, 3] or [0, 2, 3, 1]"});
+  std::vector<std::optional<Tensor>> flat = inputs;
+  flat[0] = RandomInt8(DType::kUInt8, {4, 2, 8}, rng);
+  ExpectError([&] { run("octet_a_perm", {0, 2, 1, 3}, flat); }, {"node 'heads'", "must be 4-D"});
+  ExpectError(
+      [&] {
+        run("octet_b_perm", {0, 2, 3, 1}, inputs,
+            {false, true, true, true, true, true, true, true});
+      },
+      {"node 'heads'", "constant B"});
+  std::vector<std::optional<Tensor>> per_column = inputs;
+  per_column[4] = MakeTensor<float>({1, 2, 1, 4}, std::vector<float>(8, 0.1f));
+  ExpectError([&] { run("octet_b_perm", {0, 2, 3, 1}, per_column); }, {"node 'heads'", "b_scale"});
+}
+
 TEST(MatMulIntegerToFloat, MatchesTheFloatOrderOnEveryThreadCount) {
   std::mt19937 rng(53);
   std::uniform_real_distribution<float> scale(0.001f, 0.05f), bias_dist(-20.f, 20.f);
