@@ -115,6 +115,15 @@ int64_t ProductBlockRows(int64_t m, int64_t k) {
 
 namespace {
 
+// This thread's buffer for packing a per-run B, kept between runs (no
+// allocation per product). A function, not a thread_local named inside a
+// lambda run by pool workers: a worker never passes the declaration, so its
+// copy would never be constructed or destroyed (LeakSanitizer caught that).
+PackedB& ThreadPerRunB() {
+  thread_local PackedB storage;
+  return storage;
+}
+
 // The matrix shape and type of a B of shape `b`, nothing packed yet.
 PackedMatMulB MatMulBHeader(const Shape& b, DType dtype) {
   PackedMatMulB packed;
@@ -234,7 +243,6 @@ void RunIntMatMul(const MatMulShape& s, const Tensor& a, const MatMulZeroPoints&
     }
     return {&per_run.packed, 1};
   };
-  thread_local PackedB per_run_storage;  // kept between runs: no allocation per product
 
   // One matrix of the batch on `entry_pool` (null: the calling thread).
   auto run_entry = [&](int64_t entry, ThreadPool* entry_pool, PerRunB& per_run) {
@@ -305,11 +313,11 @@ void RunIntMatMul(const MatMulShape& s, const Tensor& a, const MatMulZeroPoints&
   // Many small products (attention heads) are shared out whole; large ones are split.
   if (pool != nullptr && s.batch_count() > 1 && s.m * s.k * s.n < kMinSplitMacs) {
     ParallelFor(pool, s.batch_count(), [&](int64_t e0, int64_t e1) {
-      PerRunB per_run{per_run_storage};
+      PerRunB per_run{ThreadPerRunB()};
       for (int64_t entry = e0; entry < e1; ++entry) run_entry(entry, nullptr, per_run);
     });
   } else {
-    PerRunB per_run{per_run_storage};
+    PerRunB per_run{ThreadPerRunB()};
     for (int64_t entry = 0; entry < s.batch_count(); ++entry) run_entry(entry, pool, per_run);
   }
 }
