@@ -156,6 +156,9 @@ def main():
         options = ort.SessionOptions()
         options.intra_op_num_threads = args.threads
         options.inter_op_num_threads = 1
+        # As tools/bench_models.py: ONNX Runtime's spinning workers would otherwise keep
+        # the second core busy during octet's rounds.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         ort_session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
         octet_session = octet.InferenceSession(model, threads=args.threads)
         x = rng.integers(0, 256, size=(1, c, size, size), dtype=np.uint8)
