@@ -322,7 +322,12 @@ class MaskedSoftmaxKernel : public OpKernel {
  public:
   explicit MaskedSoftmaxKernel(const KernelInit& init)
       : mask_first_(init.node.GetInt("mask_first", 0) != 0),
-        min_rank_(init.node.GetInt("min_rank", 0)) {}
+        min_rank_(init.node.GetInt("min_rank", 0)) {
+    // The lookup pass makes the table a constant: lay it out once per session.
+    const Tensor* table = init.constant_inputs.size() > 1 ? init.constant_inputs[1] : nullptr;
+    if (table && table->numel() == 256 && DTypeSize(table->dtype()) == 4)
+      constant_entries_.emplace(table->raw());
+  }
   void Run(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
     Shape shape = x.shape();
@@ -356,8 +361,10 @@ class MaskedSoftmaxKernel : public OpKernel {
     }
     const DType out_type = quantize ? params.type : DType::kFloat32;
     const uint8_t offset = x.dtype() == DType::kInt8 ? 128 : 0;
-    std::optional<DwordTable256> entries;  // the table laid out for the vector lookup
-    if (table) entries.emplace(table->raw());
+    // The table laid out for the vector lookup: once per session when constant.
+    const DwordTable256* entries = constant_entries_ ? &*constant_entries_ : nullptr;
+    std::optional<DwordTable256> run_entries;
+    if (table && !entries) entries = &run_entries.emplace(table->raw());
 
     const std::optional<Shape> broadcast = BroadcastShapes(mask.shape(), shape);
     if (!broadcast || *broadcast != shape || shape.empty()) {
@@ -418,6 +425,7 @@ class MaskedSoftmaxKernel : public OpKernel {
  private:
   bool mask_first_;
   int64_t min_rank_;
+  std::optional<DwordTable256> constant_entries_;
 };
 
 class BinaryKernel : public OpKernel {
