@@ -10,8 +10,6 @@ read elsewhere is left as written.
 """
 
 import re
-import subprocess
-import sys
 
 import numpy as np
 import onnxruntime as ort
@@ -19,6 +17,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import octet
+from octet_cli import inspect_model
 
 B, H, S, D = 2, 3, 20, 8
 
@@ -50,14 +49,6 @@ def model(form):
                              ir_version=10).SerializeToString()
 
 
-def inspect(model_bytes, tmp_path):
-    path = tmp_path / "attention.onnx"
-    path.write_bytes(model_bytes)
-    out = subprocess.run([sys.executable, "-m", "octet.cli", "inspect", str(path)],
-                         capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
-    return out.stdout
-
 
 @pytest.mark.parametrize("form,fused", [("mask_last", True), ("mask_first", True),
                                         ("heads_inner", True), ("scores_read_elsewhere", False)])
@@ -73,7 +64,7 @@ def test_float_attention_fusion(form, fused, monkeypatch, tmp_path):
     feeds["mask"] = mask
     feeds = {k: v.astype(np.float32) for k, v in feeds.items()}
     monkeypatch.delenv("OCTET_QDQ", raising=False)
-    report = inspect(m, tmp_path)
+    report = inspect_model(m, tmp_path)
     assert bool(re.search(r"-> octet\.FloatAttention", report)) == fused
     assert ("Transpose x3" in report) == (form == "heads_inner")
     theirs = ort.InferenceSession(m, providers=["CPUExecutionProvider"]).run(None, feeds)
@@ -117,7 +108,7 @@ def test_masked_softmax_fusion(form, fused, monkeypatch, tmp_path):
     feeds = {"x": rng.integers(0, 256, (B, H, S, S)).astype(np.uint8),
              "mask": np.where(rng.random((B, 1, 1, S)) < 0.2, -10000.0, 0.0).astype(np.float32)}
     monkeypatch.delenv("OCTET_QDQ", raising=False)
-    assert bool(re.search(r"-> octet\.MaskedSoftmax", inspect(m, tmp_path))) == fused
+    assert bool(re.search(r"-> octet\.MaskedSoftmax", inspect_model(m, tmp_path))) == fused
     theirs = ort.InferenceSession(m, providers=["CPUExecutionProvider"]).run(None, feeds)
     for threads in (1, 2):
         monkeypatch.delenv("OCTET_QDQ", raising=False)

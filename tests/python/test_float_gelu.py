@@ -8,8 +8,6 @@ elsewhere are left as written.
 """
 
 import re
-import subprocess
-import sys
 
 import numpy as np
 import onnxruntime as ort
@@ -17,6 +15,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import octet
+from octet_cli import inspect_model
 
 SQRT_HALF = np.float32(1 / np.sqrt(2))
 
@@ -45,14 +44,6 @@ def model(form):
                              ir_version=10).SerializeToString()
 
 
-def inspect(model_bytes, tmp_path):
-    path = tmp_path / "gelu.onnx"
-    path.write_bytes(model_bytes)
-    out = subprocess.run([sys.executable, "-m", "octet.cli", "inspect", str(path)],
-                         capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
-    return out.stdout
-
 
 @pytest.mark.parametrize("form,fused", [("half_last", True), ("half_first", True),
                                         ("div", False), ("erf_read_elsewhere", False)])
@@ -62,7 +53,7 @@ def test_gelu_fusion(form, fused, monkeypatch, tmp_path):
     x = np.concatenate([rng.standard_normal(2000) * 3,
                         np.linspace(-9, 9, 1000)]).astype(np.float32).reshape(3, 1000)
     monkeypatch.delenv("OCTET_QDQ", raising=False)
-    assert bool(re.search(r"-> ai\.onnx\.Gelu", inspect(m, tmp_path))) == fused
+    assert bool(re.search(r"-> ai\.onnx\.Gelu", inspect_model(m, tmp_path))) == fused
     ours = octet.InferenceSession(m).run(None, {"x": x})
     monkeypatch.setenv("OCTET_QDQ", "0")
     plain = octet.InferenceSession(m).run(None, {"x": x})

@@ -19,6 +19,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import octet
+from octet_cli import inspect_model
 
 HEADS_SWAP, KEYS = [0, 2, 1, 3], [0, 2, 3, 1]
 ONNX_TYPE = {np.uint8: TensorProto.UINT8, np.int8: TensorProto.INT8}
@@ -81,13 +82,9 @@ def feeds_for(model_bytes, batch, seq, heads, dim, a_type, b_type, seed=0):
 
 def folded(model_bytes, tmp_path):
     """How many Transposes octet folds into QLinearMatMuls (octet inspect)."""
-    path = tmp_path / "attention.onnx"
-    path.write_bytes(model_bytes)
-    out = subprocess.run([sys.executable, "-m", "octet.cli", "inspect", str(path)],
-                         capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
+    listing = inspect_model(model_bytes, tmp_path)
     return sum(len(re.findall(r" [ABY] '", m))
-               for m in re.findall(r"head Transposes folded:[^)]*", out.stdout))
+               for m in re.findall(r"head Transposes folded:[^)]*", listing))
 
 
 def run_octet(model_bytes, feeds, threads, monkeypatch, qdq):

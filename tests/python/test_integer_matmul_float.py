@@ -9,10 +9,7 @@ hand-made forms: the scale first in the Mul, no bias, a bias that broadcasts to 
 rank (left unfolded), a per-row A zero point (refused).
 """
 
-import os
 import re
-import subprocess
-import sys
 
 import numpy as np
 import onnx
@@ -22,6 +19,7 @@ from onnx import TensorProto, helper, numpy_helper
 from onnxruntime.quantization import QuantType, quantize_dynamic
 
 import octet
+from octet_cli import inspect_model
 
 K, N = 48, 40
 
@@ -91,16 +89,6 @@ def run_octet(model, x, monkeypatch, capfd, fold=True):
     return y, capfd.readouterr().err
 
 
-def inspect(model, tmp_path):
-    """`octet inspect` on the model: the fused and refused lines."""
-    path = tmp_path / "inspected.onnx"
-    path.write_bytes(model)
-    env = {k: v for k, v in os.environ.items() if k != "OCTET_QDQ"}  # the passes on
-    out = subprocess.run([sys.executable, "-m", "octet.cli", "inspect", str(path)],
-                         capture_output=True, text=True, timeout=60, env=env)
-    assert out.returncode == 0, out.stderr
-    return out.stdout
-
 
 def check(model, x_shape, monkeypatch, capfd, tmp_path, expect_folds):
     x = (np.random.default_rng(11).standard_normal(x_shape) * 2).astype(np.float32)
@@ -110,7 +98,7 @@ def check(model, x_shape, monkeypatch, capfd, tmp_path, expect_folds):
     for level in (ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
                   ort.GraphOptimizationLevel.ORT_ENABLE_ALL):
         np.testing.assert_array_equal(ours, run_ort(model, x, level))
-    assert len(re.findall(r"-> com\.microsoft\.MatMulIntegerToFloat", inspect(model, tmp_path))) \
+    assert len(re.findall(r"-> com\.microsoft\.MatMulIntegerToFloat", inspect_model(model, tmp_path))) \
         == expect_folds
 
 
@@ -140,5 +128,5 @@ def test_hand_made_forms(kwargs, monkeypatch, capfd, tmp_path):
 
 def test_inspect_names_what_was_folded(tmp_path):
     assert re.search(r"fused\s+MatMulInteger 'mm' -> com\.microsoft\.MatMulIntegerToFloat "
-                     r"\(Cast, Mul, Add folded\)", inspect(hand_made(), tmp_path))
-    assert re.search(r"\(Cast, Mul folded\)", inspect(hand_made(bias_shape=(1, N)), tmp_path))
+                     r"\(Cast, Mul, Add folded\)", inspect_model(hand_made(), tmp_path))
+    assert re.search(r"\(Cast, Mul folded\)", inspect_model(hand_made(bias_shape=(1, N)), tmp_path))
