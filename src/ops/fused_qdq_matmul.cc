@@ -188,8 +188,16 @@ class FusedQdqMatMulKernel : public OpKernel {
         }
       };
       const Int8Operand a{x_bytes + b0 * k_, x_type_ == DType::kInt8, k_};
-      GemmS32Blocks(rows, a, a_zero, !row_zero.empty(), packed_,
-                    w_zero_.empty() ? nullptr : w_zero_.data(), w_zero_.size() > 1, ctx.pool(),
+      const int32_t* w_zero = w_zero_.empty() ? nullptr : w_zero_.data();
+      if (quantized_ && x_axis_ < 0) {  // one multiplier row: the GEMM requantizes
+        RequantizeParams p = requant;
+        p.multiplier = multipliers_.data();
+        GemmS32Requantized(rows, a, a_zero, false, packed_, w_zero, w_zero_.size() > 1, p,
+                           static_cast<uint8_t*>(y.raw()) + b0 * n_, n_, ctx.pool());
+        continue;
+      }
+      GemmS32Blocks(rows, a, a_zero, !row_zero.empty(), packed_, w_zero, w_zero_.size() > 1,
+                    ctx.pool(),
                     [&](int64_t r0, int64_t count, int64_t c0, int64_t cols, const int32_t* acc,
                         int64_t ld_acc) {
                       if (x_axis_ < 0) {  // one x scale

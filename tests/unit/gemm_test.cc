@@ -407,10 +407,12 @@ TEST_P(GemmIsaTest, SameBytesForOneTwoAndThreeThreads) {
 }
 
 TEST_P(GemmIsaTest, RequantizedOutputOfSmallAndLargeProducts) {
-  // Small products requantize in the AVX-512 tile (masked right edges: N = 45,
-  // 100); the others (K not a multiple of 4, large, per-row zero points) take
-  // the block epilogue. Scales from saturating to fine, both output types, a
-  // clamp, per-column multipliers.
+  // On AVX-512 VNNI, products with K <= 1024 requantize in the tile: small ones
+  // reading A in place, the others (K not a multiple of 4, large) from packed A;
+  // masked right edges (N = 45, 70, 100), per-tensor offsets and per-row / per-column
+  // zero points. K = 1100 (two k blocks) and the other paths take the block
+  // epilogue. Scales from saturating to fine, both output types, a clamp,
+  // per-column multipliers.
   ThreadPool two(2), three(3);
   for (int p = 0; p < 4; ++p) {
     Case c;
@@ -420,7 +422,8 @@ TEST_P(GemmIsaTest, RequantizedOutputOfSmallAndLargeProducts) {
                                   {77, 64, 45},
                                   {3, 4, 100},
                                   {13, 30, 40},
-                                  {150, 512, 70}}) {
+                                  {150, 512, 70},
+                                  {21, 1100, 50}}) {
       c.M = M, c.K = K, c.N = N, c.seed = static_cast<uint32_t>(p + M + K + N);
       c.za = TypeMax(c.a_signed), c.zb = TypeMin(c.b_signed);
       for (DType y_type : {DType::kInt8, DType::kUInt8}) {

@@ -83,9 +83,9 @@ void GemmS32Blocks(int64_t M, const Int8Operand& A, const int32_t* a_zero, bool 
 
 // The product requantized (requantize.h; params.multiplier per column of B or
 // one) into 8-bit `out` (M x N, leading dimension ld_out): the bytes of
-// RequantizeS32 over GemmS32's C. Small products (below kGemmMinParallelMacs,
-// K a multiple of 4, no bias) on AVX-512 VNNI requantize in the tile's
-// registers (attention's per-head products); others take GemmS32Blocks.
+// RequantizeS32 over GemmS32's C. On AVX-512 VNNI a product with K <= 1024
+// (one k block) and no bias requantizes in the tile's registers; others take
+// GemmS32Blocks.
 // Throws octet::Error as GemmS32 and RequantizeS32 do.
 void GemmS32Requantized(int64_t M, const Int8Operand& A, const int32_t* a_zero, bool a_zero_per_row,
                         const PackedB& b, const int32_t* b_zero, bool b_zero_per_col,

@@ -106,54 +106,52 @@ void Tile(const TileArgs& t) {
   const int32_t *col_offset = t.col_offset, *row_offset = t.row_offset;
   int32_t* const c0 = t.c;
   const int64_t ldc = t.ldc;
-  if constexpr (kRowMajorA) {
-    if (t.requant != nullptr) {
-      const TileRequant& q = *t.requant;
-      __mmask16 masks[kVecs];
-      __m512 multipliers[kVecs];
+  if (t.requant != nullptr) {
+    const TileRequant& q = *t.requant;
+    __mmask16 masks[kVecs];
+    __m512 multipliers[kVecs];
 #pragma GCC unroll 8
-      for (int v = 0; v < kVecs; ++v) {
-        const int valid = q.cols - v * 16;
-        masks[v] = valid >= 16 ? __mmask16{0xFFFF}
-                               : static_cast<__mmask16>(valid <= 0 ? 0 : (1u << valid) - 1);
-        multipliers[v] = q.per_column ? _mm512_maskz_loadu_ps(masks[v], q.multiplier + v * 16)
-                                      : _mm512_set1_ps(q.multiplier[0]);
-      }
-      const __m512 lo = _mm512_set1_ps(q.lo), hi = _mm512_set1_ps(q.hi);
-      const __m512i zero_point = _mm512_set1_epi32(q.zero_point);
-      // The column vectors of the correction, loaded once: the byte stores below
-      // may alias anything, so the compiler would reload them for every row.
-      __m512i col_a[kVecs], col_b[kVecs];
-#pragma GCC unroll 8
-      for (int v = 0; v < kVecs; ++v) {
-        col_a[v] = _mm512_loadu_si512(col_offset ? col_offset + v * 16 : col_term + v * 16);
-        col_b[v] = _mm512_loadu_si512(col_zb + v * 16);
-      }
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) {
-        const __m512i row_a = _mm512_set1_epi32(col_offset ? row_offset[r] : row_neg_za[r]);
-        const __m512i row_b = _mm512_set1_epi32(row_neg_sum[r]);
-#pragma GCC unroll 8
-        for (int v = 0; v < kVecs; ++v) {
-          __m512i sum = acc[0][r][v];
-#pragma GCC unroll 8
-          for (int u = 1; u < U; ++u) sum = _mm512_add_epi32(sum, acc[u][r][v]);
-          if (col_offset) {
-            sum = _mm512_add_epi32(sum, _mm512_add_epi32(col_a[v], row_a));
-          } else {
-            sum = _mm512_add_epi32(sum, _mm512_mullo_epi32(row_a, col_a[v]));
-            sum = _mm512_add_epi32(sum, _mm512_mullo_epi32(row_b, col_b[v]));
-          }
-          // requantize.h, op for op: float(sum) * multiplier, max lo (NaN -> lo), min hi,
-          // round half to even, + zero point; in range, so the narrowing store is exact.
-          __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(sum), multipliers[v]);
-          f = _mm512_min_ps(_mm512_max_ps(f, lo), hi);
-          const __m512i y = _mm512_add_epi32(_mm512_cvtps_epi32(f), zero_point);
-          _mm512_mask_cvtepi32_storeu_epi8(q.out + r * q.ld_out + v * 16, masks[v], y);
-        }
-      }
-      return;
+    for (int v = 0; v < kVecs; ++v) {
+      const int valid = q.cols - v * 16;
+      masks[v] = valid >= 16 ? __mmask16{0xFFFF}
+                             : static_cast<__mmask16>(valid <= 0 ? 0 : (1u << valid) - 1);
+      multipliers[v] = q.per_column ? _mm512_maskz_loadu_ps(masks[v], q.multiplier + v * 16)
+                                    : _mm512_set1_ps(q.multiplier[0]);
     }
+    const __m512 lo = _mm512_set1_ps(q.lo), hi = _mm512_set1_ps(q.hi);
+    const __m512i zero_point = _mm512_set1_epi32(q.zero_point);
+    // The column vectors of the correction, loaded once: the byte stores below
+    // may alias anything, so the compiler would reload them for every row.
+    __m512i col_a[kVecs], col_b[kVecs];
+#pragma GCC unroll 8
+    for (int v = 0; v < kVecs; ++v) {
+      col_a[v] = _mm512_loadu_si512(col_offset ? col_offset + v * 16 : col_term + v * 16);
+      col_b[v] = _mm512_loadu_si512(col_zb + v * 16);
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m512i row_a = _mm512_set1_epi32(col_offset ? row_offset[r] : row_neg_za[r]);
+      const __m512i row_b = _mm512_set1_epi32(row_neg_sum[r]);
+#pragma GCC unroll 8
+      for (int v = 0; v < kVecs; ++v) {
+        __m512i sum = acc[0][r][v];
+#pragma GCC unroll 8
+        for (int u = 1; u < U; ++u) sum = _mm512_add_epi32(sum, acc[u][r][v]);
+        if (col_offset) {
+          sum = _mm512_add_epi32(sum, _mm512_add_epi32(col_a[v], row_a));
+        } else {
+          sum = _mm512_add_epi32(sum, _mm512_mullo_epi32(row_a, col_a[v]));
+          sum = _mm512_add_epi32(sum, _mm512_mullo_epi32(row_b, col_b[v]));
+        }
+        // requantize.h, op for op: float(sum) * multiplier, max lo (NaN -> lo), min hi,
+        // round half to even, + zero point; in range, so the narrowing store is exact.
+        __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(sum), multipliers[v]);
+        f = _mm512_min_ps(_mm512_max_ps(f, lo), hi);
+        const __m512i y = _mm512_add_epi32(_mm512_cvtps_epi32(f), zero_point);
+        _mm512_mask_cvtepi32_storeu_epi8(q.out + r * q.ld_out + v * 16, masks[v], y);
+      }
+    }
+    return;
   }
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {

@@ -76,7 +76,7 @@ struct TileArgs {
   // Leading dimension of a row-major A read in place (the RowMajorA tiles
   // only; `a` then points at row 0 of the tile, k group 0 of the block).
   int64_t a_ld = 0;
-  const TileRequant* requant = nullptr;  // RowMajorA tiles, final k block: 8-bit output, no C
+  const TileRequant* requant = nullptr;  // AVX-512 VNNI tiles, one k block: 8-bit output, no C
 };
 using TileFn = void (*)(int rows, const TileArgs& t);
 // The micro-kernel of `isa`; throws octet::Error when this binary was built
