@@ -94,8 +94,8 @@ void TileAvx512Vnni(int rows, const TileArgs& t);
 // point 0, which then need no column sums (conv.cc).
 void TileAvx512VnniUnsignedB(int rows, const TileArgs& t);
 // TileAvx512Vnni reading A in place (row-major, TileArgs::a_ld; whole k groups
-// only): uint8 A as the unsigned operand, as stored. The small products of
-// gemm.cc use it to skip packing A.
+// only): uint8 A as the unsigned operand, as stored. gemm.cc uses it for every
+// K that is a multiple of 4, so A is never packed there.
 void TileAvx512VnniRowMajorA(int rows, const TileArgs& t);
 // The same for int8 A, which stays the signed operand: the packed B is loaded
 // flipped into the unsigned domain (B'' = B' + 128), the zero-point terms use
