@@ -47,23 +47,17 @@ class IntegerToFloatMatMul {
     const PackedMatMulB& packed = b_.Get(node, b, b_storage);
 
     Tensor& y = ctx.AllocateUninitializedOutput(0, DType::kFloat32, shape.output);
-    float* y_data = y.data<float>();
-    FloatOutputParams params;
-    params.scale_per_column = b_scale_layout.per_vector();
-    params.bias = bias ? bias->data<float>() : nullptr;
-    params.bias_per_column = true;
-    const Isa isa = ActiveIsa();
+    MatMulFinishedOutput out;
+    out.to_float = true;
+    out.scale.scale = multipliers.data();
+    out.scale.scale_per_column = b_scale_layout.per_vector();
+    out.scale.bias = bias ? bias->data<float>() : nullptr;
+    out.scale.bias_per_column = true;
+    out.multiplier_matrix_stride = b_scale_layout.matrix_stride;
+    out.y = y.raw();
     MatMulZeroPoints a_zero_points;
     a_zero_points.values = a_zero;
-    RunIntMatMul(
-        shape, a, a_zero_points, packed, b_zero, ctx.pool(), nullptr,
-        [&](int64_t entry, int64_t row0, int64_t rows, int64_t col0, int64_t cols,
-            const int32_t* acc, int64_t ld_acc) {
-          FloatOutputParams p = params;
-          p.scale = multipliers.data() + b_scale_layout.MatrixOffset(shape.b_matrix[entry]);
-          ScaleS32ToFloat(acc, ld_acc, rows, cols, ColumnsFrom(p, col0),
-                          y_data + (entry * shape.m + row0) * shape.n + col0, shape.n, isa);
-        });
+    RunIntMatMul(shape, a, a_zero_points, packed, b_zero, ctx.pool(), nullptr, {}, &out);
   }
 
  private:

@@ -189,21 +189,25 @@ class FusedQdqMatMulKernel : public OpKernel {
       };
       const Int8Operand a{x_bytes + b0 * k_, x_type_ == DType::kInt8, k_};
       const int32_t* w_zero = w_zero_.empty() ? nullptr : w_zero_.data();
-      if (quantized_ && x_axis_ < 0) {  // one multiplier row: the GEMM requantizes
-        RequantizeParams p = requant;
-        p.multiplier = multipliers_.data();
-        GemmS32Requantized(rows, a, a_zero, false, packed_, w_zero, w_zero_.size() > 1, p,
-                           static_cast<uint8_t*>(y.raw()) + b0 * n_, n_, ctx.pool());
+      if (x_axis_ < 0) {  // one multiplier row: the GEMM finishes the product
+        if (quantized_) {
+          RequantizeParams p = requant;
+          p.multiplier = multipliers_.data();
+          GemmS32Requantized(rows, a, a_zero, false, packed_, w_zero, w_zero_.size() > 1, p,
+                             static_cast<uint8_t*>(y.raw()) + b0 * n_, n_, ctx.pool());
+        } else {
+          FloatOutputParams p = scale;
+          p.scale = multipliers_.data();
+          GemmS32ToFloat(rows, a, a_zero, false, packed_, w_zero, w_zero_.size() > 1, p,
+                         y.data<float>() + b0 * n_, n_, ctx.pool());
+        }
         continue;
       }
+      // Per-axis x scales: each row finishes with its own multiplier row.
       GemmS32Blocks(rows, a, a_zero, !row_zero.empty(), packed_, w_zero, w_zero_.size() > 1,
                     ctx.pool(),
                     [&](int64_t r0, int64_t count, int64_t c0, int64_t cols, const int32_t* acc,
                         int64_t ld_acc) {
-                      if (x_axis_ < 0) {  // one x scale
-                        epilogue(multipliers_.data(), r0, count, c0, cols, acc, ld_acc);
-                        return;
-                      }
                       for (int64_t r = r0; r < r0 + count; ++r)
                         epilogue(multipliers_.data() + scale_index(b0 + r) * mult_row, r, 1, c0,
                                  cols, acc + (r - r0) * ld_acc, ld_acc);

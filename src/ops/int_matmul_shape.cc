@@ -184,10 +184,10 @@ PackedMatMulB PackMatMulB(const Tensor& b) {
 void RunIntMatMul(const MatMulShape& s, const Tensor& a, const MatMulZeroPoints& a_zero,
                   const PackedMatMulB& b, const MatMulZeroPoints& b_zero, ThreadPool* pool,
                   int32_t* out, const MatMulBlockFn& caller_epilogue,
-                  const MatMulRequantizedOutput* requantized, const MatMulHeadLayouts& heads) {
+                  const MatMulFinishedOutput* finished, const MatMulHeadLayouts& heads) {
   if (s.batch_count() == 0 || s.m == 0 || s.n == 0) return;
-  OCTET_CHECK(heads.y.heads == 0 || requantized != nullptr,
-              "RunIntMatMul: a head output layout needs the requantized output");
+  OCTET_CHECK(heads.y.heads == 0 || finished != nullptr,
+              "RunIntMatMul: a head output layout needs a finished output");
   // Where A's matrix and the output's entry start, and their leading dimensions.
   const int64_t lda = heads.a.heads ? heads.a.ld() : s.k;
   auto a_offset = [&](int64_t matrix) {
@@ -197,19 +197,32 @@ void RunIntMatMul(const MatMulShape& s, const Tensor& a, const MatMulZeroPoints&
   auto y_offset = [&](int64_t entry) {
     return heads.y.heads ? heads.y.MatrixOffset(entry) : entry * s.m * s.n;
   };
-  // The requantized output's parameters for one batch entry.
-  auto entry_params = [&](int64_t entry) {
-    RequantizeParams p = requantized->params;
-    p.multiplier += requantized->multiplier_matrix_stride * s.b_matrix[entry];
+  // The finished output's parameters for one batch entry, and where its row starts.
+  auto entry_requant = [&](int64_t entry) {
+    RequantizeParams p = finished->requant;
+    p.multiplier += finished->multiplier_matrix_stride * s.b_matrix[entry];
     return p;
   };
-  auto* y_bytes = requantized ? static_cast<uint8_t*>(requantized->y) : nullptr;
-  const MatMulBlockFn requantize = [&](int64_t entry, int64_t row0, int64_t rows, int64_t col0,
-                                       int64_t cols, const int32_t* acc, int64_t ld_acc) {
-    RequantizeS32(acc, ld_acc, rows, cols, ColumnsFrom(entry_params(entry), col0),
-                  y_bytes + y_offset(entry) + row0 * ldy + col0, ldy);
+  auto entry_scale = [&](int64_t entry) {
+    FloatOutputParams p = finished->scale;
+    p.scale += finished->multiplier_matrix_stride * s.b_matrix[entry];
+    return p;
   };
-  const MatMulBlockFn& epilogue = requantized ? requantize : caller_epilogue;
+  const int64_t y_element = finished && finished->to_float ? sizeof(float) : 1;
+  auto y_row = [&](int64_t entry, int64_t row) {
+    return static_cast<uint8_t*>(finished->y) + (y_offset(entry) + row * ldy) * y_element;
+  };
+  const MatMulBlockFn finish = [&](int64_t entry, int64_t row0, int64_t rows, int64_t col0,
+                                   int64_t cols, const int32_t* acc, int64_t ld_acc) {
+    if (finished->to_float) {
+      ScaleS32ToFloat(acc, ld_acc, rows, cols, ColumnsFrom(entry_scale(entry), col0),
+                      reinterpret_cast<float*>(y_row(entry, row0)) + col0, ldy);
+    } else {
+      RequantizeS32(acc, ld_acc, rows, cols, ColumnsFrom(entry_requant(entry), col0),
+                    y_row(entry, row0) + col0, ldy);
+    }
+  };
+  const MatMulBlockFn& epilogue = finished ? finish : caller_epilogue;
   const bool a_signed = a.dtype() == DType::kInt8;
   const auto* a_bytes = static_cast<const uint8_t*>(a.raw());
   const size_t chunks = b.unpacked ? 1 : b.matrices.empty() ? 0 : b.matrices[0].size();
@@ -265,10 +278,16 @@ void RunIntMatMul(const MatMulShape& s, const Tensor& a, const MatMulZeroPoints&
                 entry_pool);
         continue;
       }
-      if (requantized != nullptr && chunks == 1) {
+      if (finished != nullptr && chunks == 1 && finished->to_float) {
+        GemmS32ToFloat(rows, a_block(0), a_zero_values, a_zero.layout.per_vector(), b_chunks[0],
+                       b_zero_values, b_zero.layout.per_vector(), entry_scale(entry),
+                       reinterpret_cast<float*>(y_row(entry, row0)), ldy, entry_pool);
+        continue;
+      }
+      if (finished != nullptr && chunks == 1) {
         GemmS32Requantized(rows, a_block(0), a_zero_values, a_zero.layout.per_vector(), b_chunks[0],
-                           b_zero_values, b_zero.layout.per_vector(), entry_params(entry),
-                           y_bytes + y_offset(entry) + row0 * ldy, ldy, entry_pool);
+                           b_zero_values, b_zero.layout.per_vector(), entry_requant(entry),
+                           y_row(entry, row0), ldy, entry_pool);
         continue;
       }
       if (chunks == 1) {

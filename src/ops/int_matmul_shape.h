@@ -99,11 +99,15 @@ int64_t ProductBlockRows(int64_t m, int64_t k);
 using MatMulBlockFn = std::function<void(int64_t entry, int64_t row0, int64_t rows, int64_t col0,
                                          int64_t cols, const int32_t* acc, int64_t ld_acc)>;
 
-// QLinearMatMul's output: the product requantized into y ([batch, m, n],
-// params.output_type); batch entry e uses params with its multiplier advanced
-// by multiplier_matrix_stride * s.b_matrix[e] (per-column b_scale per matrix).
-struct MatMulRequantizedOutput {
-  RequantizeParams params;
+// The product finished by the GEMM into y ([batch, m, n]): requantized to
+// requant.output_type (QLinearMatMul) or, with to_float, scaled to float
+// (MatMulIntegerToFloat, DynamicQuantizeMatMul). Batch entry e uses
+// requant.multiplier / scale.scale advanced by multiplier_matrix_stride *
+// s.b_matrix[e] (a per-column b_scale per matrix).
+struct MatMulFinishedOutput {
+  RequantizeParams requant;
+  FloatOutputParams scale;
+  bool to_float = false;
   int64_t multiplier_matrix_stride = 0;
   void* y = nullptr;
 };
@@ -117,15 +121,15 @@ MatMulHeadLayout HeadLayoutFromPerm(const Node& node, const std::vector<int64_t>
 
 // acc[entry, m, n] = sum_k (A - zA)(B - zB) for every batch entry of `s`. When
 // `out` is non-null the product is written there ([batch, m, n] int32) and
-// `epilogue` is not called; when `requantized` is non-null it is requantized
-// there (GemmS32Requantized: small products in the tile's registers);
+// `epilogue` is not called; when `finished` is non-null the product is finished
+// there (GemmS32Requantized / GemmS32ToFloat: in the tile's registers where they can);
 // else every element goes to `epilogue` exactly once, in blocks, from the
 // threads of the pool (GemmS32Blocks: the int32 product stays in cache). The
 // bytes never depend on the pool's thread count.
 void RunIntMatMul(const MatMulShape& s, const Tensor& a, const MatMulZeroPoints& a_zero,
                   const PackedMatMulB& b, const MatMulZeroPoints& b_zero, ThreadPool* pool,
                   int32_t* out, const MatMulBlockFn& epilogue,
-                  const MatMulRequantizedOutput* requantized = nullptr,
+                  const MatMulFinishedOutput* finished = nullptr,
                   const MatMulHeadLayouts& heads = {});
 
 // Fails unless t is uint8 or int8 ("input <name> has dtype ...").

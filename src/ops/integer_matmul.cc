@@ -114,11 +114,11 @@ class QLinearMatMulKernel : public OpKernel {
 
     // Steps 2 and 3.
     Tensor& y = ctx.AllocateUninitializedOutput(0, y_type, y_shape);
-    MatMulRequantizedOutput out;
-    out.params.multiplier = multipliers.data();
-    out.params.multiplier_per_column = b_scale_layout.per_vector();
-    out.params.zero_point = ReadZeroPoints(node, y_zero_point, y_type, "y_zero_point")[0];
-    out.params.output_type = y_type;
+    MatMulFinishedOutput out;
+    out.requant.multiplier = multipliers.data();
+    out.requant.multiplier_per_column = b_scale_layout.per_vector();
+    out.requant.zero_point = ReadZeroPoints(node, y_zero_point, y_type, "y_zero_point")[0];
+    out.requant.output_type = y_type;
     out.multiplier_matrix_stride = b_scale_layout.matrix_stride;
     out.y = y.raw();
     RunIntMatMul(shape, a, a_zero, packed, b_zero, ctx.pool(), nullptr, {}, &out, heads);

@@ -354,9 +354,27 @@ TEST_P(GemmIsaTest, SameBytesForOneTwoAndThreeThreads) {
 // GemmS32Requantized against the int64 reference requantized by requantize.h's
 // scalar formula (RequantizeValue), written into an output that ends at a guard
 // page, with padding columns that must keep their bytes.
+// An int32 bias of the epilogues: none, one value, or one per column.
+enum class Bias { kNone, kTensor, kColumn };
+
+// The bias values for N columns (empty for kNone), wrapping sums included.
+std::vector<int32_t> MakeBias(Bias bias, int64_t N) {
+  if (bias == Bias::kNone) return {};
+  std::vector<int32_t> values(bias == Bias::kTensor ? 1 : N);
+  for (size_t i = 0; i < values.size(); ++i)
+    values[i] =
+        (i % 3 == 2) ? INT32_MAX - static_cast<int32_t>(i) : static_cast<int32_t>(i * 977) - 4000;
+  return values;
+}
+
+int32_t WrappingAdd(int32_t a, int32_t b) {
+  return static_cast<int32_t>(static_cast<uint32_t>(a) + static_cast<uint32_t>(b));
+}
+
 ::testing::AssertionResult RequantizedMatches(Isa isa, const Case& c, DType y_type, bool per_column,
                                               float scale, int32_t y_zero, int32_t y_min,
-                                              int32_t y_max, ThreadPool* pool) {
+                                              int32_t y_max, ThreadPool* pool,
+                                              Bias bias = Bias::kNone) {
   std::mt19937 rng(c.seed);  // same draws, same order as RunReference
   const int64_t lda = c.K + c.lda_pad, ldb = c.N + c.ldb_pad, ld_out = c.N + c.ldc_pad;
   GuardedBuffer<uint8_t> a(static_cast<size_t>(c.M * lda)), b(static_cast<size_t>(c.K * ldb));
@@ -377,6 +395,9 @@ TEST_P(GemmIsaTest, SameBytesForOneTwoAndThreeThreads) {
   params.output_type = y_type;
   params.y_min = y_min;
   params.y_max = y_max;
+  const std::vector<int32_t> bias_values = MakeBias(bias, c.N);
+  params.bias = bias_values.empty() ? nullptr : bias_values.data();
+  params.bias_per_column = bias == Bias::kColumn;
   const PackedB packed = PackB(b.data(), c.b_signed, c.K, c.N, ldb, isa);
   GuardedBuffer<uint8_t> out(static_cast<size_t>(c.M * ld_out));
   std::memset(out.data(), 0xA5, out.size());
@@ -391,9 +412,13 @@ TEST_P(GemmIsaTest, SameBytesForOneTwoAndThreeThreads) {
       uint8_t want = 0xA5;
       if (n < c.N) {
         const float multiplier = multipliers[per_column ? n : 0];
-        want = static_cast<uint8_t>(RequantizeValue(acc[m * c.N + n], multiplier,
-                                                    static_cast<float>(lo - y_zero),
-                                                    static_cast<float>(hi - y_zero), y_zero));
+        const int32_t sum =
+            bias_values.empty()
+                ? acc[m * c.N + n]
+                : WrappingAdd(acc[m * c.N + n], bias_values[bias == Bias::kColumn ? n : 0]);
+        want =
+            static_cast<uint8_t>(RequantizeValue(sum, multiplier, static_cast<float>(lo - y_zero),
+                                                 static_cast<float>(hi - y_zero), y_zero));
       }
       if (got != want) {
         return ::testing::AssertionFailure()
@@ -406,7 +431,61 @@ TEST_P(GemmIsaTest, SameBytesForOneTwoAndThreeThreads) {
   return ::testing::AssertionSuccess();
 }
 
-TEST_P(GemmIsaTest, RequantizedOutputOfSmallAndLargeProducts) {
+// GemmS32ToFloat against the int64 reference: float(acc + acc_bias) * scale,
+// then + bias, each rounded to float (this file is built without FMA).
+::testing::AssertionResult FloatOutputMatches(Isa isa, const Case& c, bool per_column,
+                                              Bias acc_bias, bool float_bias, ThreadPool* pool) {
+  std::mt19937 rng(c.seed);  // same draws, same order as RunReference
+  const int64_t lda = c.K + c.lda_pad, ldb = c.N + c.ldb_pad, ld_out = c.N + c.ldc_pad;
+  GuardedBuffer<uint8_t> a(static_cast<size_t>(c.M * lda)), b(static_cast<size_t>(c.K * ldb));
+  Fill8(a.data(), a.size(), c.a_signed, c.a_fill, rng);
+  Fill8(b.data(), b.size(), c.b_signed, c.b_fill, rng);
+  GuardedBuffer<int32_t> za(c.za_per_row ? c.M : 1), zb(c.zb_per_col ? c.N : 1);
+  FillZeros(za.data(), za.size(), c.a_signed, c.za_per_row ? kRandom : c.za, rng);
+  FillZeros(zb.data(), zb.size(), c.b_signed, c.zb, rng);
+  const std::vector<int32_t> acc = RunReference(c);
+
+  GuardedBuffer<float> scales(per_column ? c.N : 1), biases(per_column ? c.N : 1);
+  for (size_t i = 0; i < scales.size(); ++i) {
+    scales[i] = 3.1e-5f * (1.0f + 0.37f * static_cast<float>(i % 7));
+    biases[i] = 0.25f - 0.0137f * static_cast<float>(i % 11);
+  }
+  const std::vector<int32_t> acc_bias_values = MakeBias(acc_bias, c.N);
+  FloatOutputParams params;
+  params.scale = scales.data();
+  params.scale_per_column = per_column;
+  params.acc_bias = acc_bias_values.empty() ? nullptr : acc_bias_values.data();
+  params.acc_bias_per_column = acc_bias == Bias::kColumn;
+  params.bias = float_bias ? biases.data() : nullptr;
+  params.bias_per_column = per_column;
+  const PackedB packed = PackB(b.data(), c.b_signed, c.K, c.N, ldb, isa);
+  GuardedBuffer<float> out(static_cast<size_t>(c.M * ld_out));
+  std::fill(out.data(), out.data() + out.size(), -7.5f);
+  GemmS32ToFloat(c.M, Int8Operand{a.data(), c.a_signed, lda}, za.data(), c.za_per_row, packed,
+                 zb.data(), c.zb_per_col, params, out.data(), ld_out, pool);
+
+  for (int64_t m = 0; m < c.M; ++m) {
+    for (int64_t n = 0; n < ld_out; ++n) {
+      float want = -7.5f;
+      if (n < c.N) {
+        int32_t sum = acc[m * c.N + n];
+        if (!acc_bias_values.empty())
+          sum = WrappingAdd(sum, acc_bias_values[acc_bias == Bias::kColumn ? n : 0]);
+        want = static_cast<float>(sum) * scales[per_column ? n : 0];
+        if (float_bias) want = want + biases[per_column ? n : 0];
+      }
+      const float got = out[m * ld_out + n];
+      if (std::memcmp(&got, &want, sizeof(float)) != 0) {
+        return ::testing::AssertionFailure()
+               << IsaName(isa) << " " << Describe(c) << ": out[" << m << "," << n << "] = " << got
+               << ", want " << want << " (acc " << (n < c.N ? acc[m * c.N + n] : 0) << ")";
+      }
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+TEST_P(GemmIsaTest, RequantizedAndFloatOutputOfSmallAndLargeProducts) {
   // On AVX-512 VNNI, products with K <= 1024 requantize in the tile: small ones
   // reading A in place, the others (K not a multiple of 4, large) from packed A;
   // masked right edges (N = 45, 70, 100), per-tensor offsets and per-row / per-column
@@ -434,10 +513,19 @@ TEST_P(GemmIsaTest, RequantizedOutputOfSmallAndLargeProducts) {
         }
         ASSERT_TRUE(
             RequantizedMatches(isa(), c, y_type, true, 3e-4f, y_zero, y_zero, y_zero + 60, &two));
+        ASSERT_TRUE(RequantizedMatches(isa(), c, y_type, true, 3e-4f, y_zero, INT32_MIN, INT32_MAX,
+                                       nullptr, Bias::kColumn));
+        ASSERT_TRUE(RequantizedMatches(isa(), c, y_type, false, 1e-3f, y_zero, INT32_MIN, INT32_MAX,
+                                       &three, Bias::kTensor));
       }
+      ASSERT_TRUE(FloatOutputMatches(isa(), c, false, Bias::kNone, false, nullptr));
+      ASSERT_TRUE(FloatOutputMatches(isa(), c, true, Bias::kNone, true, &two));
+      ASSERT_TRUE(FloatOutputMatches(isa(), c, true, Bias::kColumn, true, nullptr));
+      ASSERT_TRUE(FloatOutputMatches(isa(), c, false, Bias::kTensor, true, &three));
       c.za_per_row = c.zb_per_col = true, c.lda_pad = 3, c.ldc_pad = 5, c.zb = kRandom;
       ASSERT_TRUE(RequantizedMatches(isa(), c, DType::kUInt8, true, 1e-3f, 7, INT32_MIN, INT32_MAX,
                                      &three));
+      ASSERT_TRUE(FloatOutputMatches(isa(), c, true, Bias::kColumn, true, &three));
       c.za_per_row = c.zb_per_col = false, c.lda_pad = c.ldc_pad = 0;
     }
   }

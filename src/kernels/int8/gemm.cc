@@ -64,19 +64,53 @@ bool ReadsAInPlace(int64_t K, Isa isa) {
   return isa == Isa::kAvx512Vnni && K > 0 && K % gemm::kGroup == 0;
 }
 
-// A product whose AVX-512 VNNI tiles requantize in registers (GemmS32Requantized):
-// K in one k block, so each tile holds its finished sums. No int32 block is
-// written and read back (3% of a 512 x 1024 x 1024 product's time).
-bool RequantizesInTile(int64_t K, Isa isa) {
+// A product whose AVX-512 VNNI tiles finish it in registers (GemmS32Requantized,
+// GemmS32ToFloat): K in one k block, so each tile holds its finished sums. No
+// int32 block is written and read back (3% of a 512 x 1024 x 1024 product's time).
+bool FinishesInTile(int64_t K, Isa isa) {
   return isa == Isa::kAvx512Vnni && K > 0 && K <= kKcGroups * gemm::kGroup;
 }
 
-// The tile's 8-bit output (GemmS32Requantized).
-struct TileOutput {
-  const RequantizeParams* params;
-  uint8_t* out;
-  int64_t ld_out;
-};
+// The whole product's TileFinish (row 0, column 0), for requantize.h's two epilogues.
+gemm::TileFinish FinishFor(const RequantizeParams& p, void* out, int64_t ld_out) {
+  const auto [y_lo, y_hi] = RequantizeOutputRange(p);
+  gemm::TileFinish f{};
+  f.out = out;
+  f.ld_out = ld_out;
+  f.acc_bias = p.bias;
+  f.acc_bias_per_column = p.bias_per_column;
+  f.multiplier = p.multiplier;
+  f.multiplier_per_column = p.multiplier_per_column;
+  f.lo = static_cast<float>(y_lo - p.zero_point);
+  f.hi = static_cast<float>(y_hi - p.zero_point);
+  f.zero_point = p.zero_point;
+  return f;
+}
+gemm::TileFinish FinishFor(const FloatOutputParams& p, float* out, int64_t ld_out) {
+  gemm::TileFinish f{};
+  f.out = out;
+  f.ld_out = ld_out;
+  f.to_float = true;
+  f.acc_bias = p.acc_bias;
+  f.acc_bias_per_column = p.acc_bias_per_column;
+  f.multiplier = p.scale;
+  f.multiplier_per_column = p.scale_per_column;
+  f.bias = p.bias;
+  f.bias_per_column = p.bias_per_column;
+  return f;
+}
+
+// `f` for the tile at (m0, n0).
+gemm::TileFinish FinishAt(const gemm::TileFinish& f, int64_t m0, int64_t n0, int64_t cols) {
+  gemm::TileFinish t = f;
+  const int64_t element = f.to_float ? sizeof(float) : 1;
+  t.out = static_cast<uint8_t*>(f.out) + (m0 * f.ld_out + n0) * element;
+  t.cols = static_cast<int>(cols);
+  if (f.multiplier_per_column) t.multiplier += n0;
+  if (f.acc_bias && f.acc_bias_per_column) t.acc_bias += n0;
+  if (f.bias && f.bias_per_column) t.bias += n0;
+  return t;
+}
 
 // The row sums of an A read in place (AVX-512 VNNI only).
 void RowSumsInPlaceA(const Int8Operand& A, int64_t row_begin, int64_t row_end, int64_t K,
@@ -90,17 +124,17 @@ void RowSumsInPlaceA(const Int8Operand& A, int64_t row_begin, int64_t row_end, i
 }
 
 // One product: C (leading dimension ldc) is written when `epilogue` and
-// `requantized` are null; else each work item's block goes to `epilogue` from a
-// per-thread buffer, or (RequantizesInTile) each tile is requantized into `requantized`.
+// `finish` are null; else each work item's block goes to `epilogue` from a
+// per-thread buffer, or (FinishesInTile) each tile finishes its part of `finish`.
 void Gemm(int64_t M, const Int8Operand& A, const int32_t* a_zero, bool a_zero_per_row,
           const PackedB& b, const int32_t* b_zero, bool b_zero_per_col, int32_t* C, int64_t ldc,
-          ThreadPool* pool, const GemmBlockFn* epilogue, const TileOutput* requantized = nullptr) {
+          ThreadPool* pool, const GemmBlockFn* epilogue, const gemm::TileFinish* finish = nullptr) {
   const int64_t K = b.K, N = b.N;
   OCTET_CHECK(M >= 0, "int8 GEMM: negative M=", M);
   OCTET_CHECK(K <= kGemmMaxK, "int8 GEMM: K=", K, " exceeds ", kGemmMaxK,
               ", the largest K whose int32 accumulation is exact for all 8-bit inputs");
   OCTET_CHECK(A.ld >= K, "int8 GEMM: A leading dimension ", A.ld, " < K=", K);
-  const bool to_c = epilogue == nullptr && requantized == nullptr;
+  const bool to_c = epilogue == nullptr && finish == nullptr;
   OCTET_CHECK(!to_c || ldc >= N, "int8 GEMM: C leading dimension ", ldc, " < N=", N);
   if (M == 0 || N == 0) return;
   OCTET_CHECK(!to_c || C != nullptr, "int8 GEMM: C is null");
@@ -125,8 +159,8 @@ void Gemm(int64_t M, const Int8Operand& A, const int32_t* a_zero, bool a_zero_pe
   // int8 A read in place stays vpdpbusd's signed operand and the tile flips B
   // into the unsigned domain (B'' = B' + 128).
   const bool a_in_place = ReadsAInPlace(K, b.isa);
-  OCTET_CHECK(requantized == nullptr || RequantizesInTile(K, b.isa),
-              "internal: int8 GEMM requantizes in the tile only with K in one k block");
+  OCTET_CHECK(finish == nullptr || FinishesInTile(K, b.isa),
+              "internal: int8 GEMM finishes in the tile only with K in one k block");
   const bool b_unsigned = a_in_place && A.is_signed;
   const TileFn tile = a_in_place ? TileInPlaceA(A.is_signed) : TileFnFor(b.isa);
 
@@ -224,20 +258,8 @@ void Gemm(int64_t M, const Int8Operand& A, const int32_t* a_zero, bool a_zero_pe
   // directly), rows a cache line longer than the block to spread them over L1 sets.
   const int64_t block_ld = nc * s.nr + kCacheLine / static_cast<int64_t>(sizeof(int32_t));
 
-  gemm::TileRequant requant_base{};
-  if (requantized != nullptr) {
-    const RequantizeParams& p = *requantized->params;
-    const auto [y_lo, y_hi] = RequantizeOutputRange(p);
-    requant_base.ld_out = requantized->ld_out;
-    requant_base.per_column = p.multiplier_per_column;
-    requant_base.lo = static_cast<float>(y_lo - p.zero_point);
-    requant_base.hi = static_cast<float>(y_hi - p.zero_point);
-    requant_base.zero_point = p.zero_point;
-  }
-
   ParallelFor(pool, m_blocks * n_blocks, [&](int64_t t0, int64_t t1) {
     alignas(64) int32_t edge[gemm::kMaxRows * gemm::kMaxCols];
-    gemm::TileRequant tile_requant = requant_base;
     int32_t* block = nullptr;
     if (epilogue) {
       thread_local std::vector<int32_t> block_storage;
@@ -296,13 +318,9 @@ void Gemm(int64_t M, const Int8Operand& A, const int32_t* a_zero, bool a_zero_pe
               args.col_offset = sc.col_offset.data() + n0;
               args.row_offset = sc.row_offset.data() + m0;
             }
-            if (requantized != nullptr) {
-              const RequantizeParams& p = *requantized->params;
-              gemm::TileRequant& q = tile_requant;
-              q.out = requantized->out + m0 * requantized->ld_out + n0;
-              q.cols = static_cast<int>(cols);
-              q.multiplier = p.multiplier + (p.multiplier_per_column ? n0 : 0);
-              args.requant = &q;
+            if (finish != nullptr) {
+              const gemm::TileFinish tile_finish = FinishAt(*finish, m0, n0, cols);
+              args.finish = &tile_finish;
               tile(rows, args);
               continue;
             }
@@ -357,19 +375,37 @@ void GemmS32Requantized(int64_t M, const Int8Operand& A, const int32_t* a_zero, 
   OCTET_CHECK(lo <= hi, "int8 GEMM: output clamp [", params.y_min, ", ", params.y_max,
               "] is empty in ", DTypeName(params.output_type));
   OCTET_CHECK(ld_out >= b.N, "int8 GEMM: output leading dimension ", ld_out, " < N=", b.N);
-  auto* bytes = static_cast<uint8_t*>(out);
-  if (params.bias == nullptr && RequantizesInTile(b.K, b.isa)) {
-    const TileOutput requantized{&params, bytes, ld_out};
+  if (FinishesInTile(b.K, b.isa)) {
+    const gemm::TileFinish finish = FinishFor(params, out, ld_out);
     Gemm(M, A, a_zero, a_zero_per_row, b, b_zero, b_zero_per_col, nullptr, 0, pool, nullptr,
-         &requantized);
+         &finish);
     return;
   }
+  auto* bytes = static_cast<uint8_t*>(out);
   const GemmBlockFn requantize = [&](int64_t row0, int64_t rows, int64_t col0, int64_t cols,
                                      const int32_t* acc, int64_t ld_acc) {
     RequantizeS32(acc, ld_acc, rows, cols, ColumnsFrom(params, col0), bytes + row0 * ld_out + col0,
                   ld_out, b.isa);
   };
   Gemm(M, A, a_zero, a_zero_per_row, b, b_zero, b_zero_per_col, nullptr, 0, pool, &requantize);
+}
+
+void GemmS32ToFloat(int64_t M, const Int8Operand& A, const int32_t* a_zero, bool a_zero_per_row,
+                    const PackedB& b, const int32_t* b_zero, bool b_zero_per_col,
+                    const FloatOutputParams& params, float* out, int64_t ld_out, ThreadPool* pool) {
+  OCTET_CHECK(ld_out >= b.N, "int8 GEMM: output leading dimension ", ld_out, " < N=", b.N);
+  if (FinishesInTile(b.K, b.isa)) {
+    const gemm::TileFinish finish = FinishFor(params, out, ld_out);
+    Gemm(M, A, a_zero, a_zero_per_row, b, b_zero, b_zero_per_col, nullptr, 0, pool, nullptr,
+         &finish);
+    return;
+  }
+  const GemmBlockFn scale = [&](int64_t row0, int64_t rows, int64_t col0, int64_t cols,
+                                const int32_t* acc, int64_t ld_acc) {
+    ScaleS32ToFloat(acc, ld_acc, rows, cols, ColumnsFrom(params, col0), out + row0 * ld_out + col0,
+                    ld_out, b.isa);
+  };
+  Gemm(M, A, a_zero, a_zero_per_row, b, b_zero, b_zero_per_col, nullptr, 0, pool, &scale);
 }
 
 namespace gemm {

@@ -81,15 +81,21 @@ void GemmS32Blocks(int64_t M, const Int8Operand& A, const int32_t* a_zero, bool 
                    const PackedB& b, const int32_t* b_zero, bool b_zero_per_col, ThreadPool* pool,
                    const GemmBlockFn& epilogue);
 
-// The product requantized (requantize.h; params.multiplier per column of B or
-// one) into 8-bit `out` (M x N, leading dimension ld_out): the bytes of
+// The product requantized (requantize.h; per-column parameters along B's
+// columns) into 8-bit `out` (M x N, leading dimension ld_out): the bytes of
 // RequantizeS32 over GemmS32's C. On AVX-512 VNNI a product with K <= 1024
-// (one k block) and no bias requantizes in the tile's registers; others take
-// GemmS32Blocks.
+// (one k block) requantizes in the tile's registers; others take GemmS32Blocks.
 // Throws octet::Error as GemmS32 and RequantizeS32 do.
 void GemmS32Requantized(int64_t M, const Int8Operand& A, const int32_t* a_zero, bool a_zero_per_row,
                         const PackedB& b, const int32_t* b_zero, bool b_zero_per_col,
                         const RequantizeParams& params, void* out, int64_t ld_out,
                         ThreadPool* pool);
+
+// The product scaled to float into `out` (M x N, leading dimension ld_out): the
+// bits of ScaleS32ToFloat over GemmS32's C, in the tile's registers when
+// GemmS32Requantized would requantize there.
+void GemmS32ToFloat(int64_t M, const Int8Operand& A, const int32_t* a_zero, bool a_zero_per_row,
+                    const PackedB& b, const int32_t* b_zero, bool b_zero_per_col,
+                    const FloatOutputParams& params, float* out, int64_t ld_out, ThreadPool* pool);
 
 }  // namespace octet

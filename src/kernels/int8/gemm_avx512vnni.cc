@@ -106,28 +106,34 @@ void Tile(const TileArgs& t) {
   const int32_t *col_offset = t.col_offset, *row_offset = t.row_offset;
   int32_t* const c0 = t.c;
   const int64_t ldc = t.ldc;
-  if (t.requant != nullptr) {
-    const TileRequant& q = *t.requant;
+  if (t.finish != nullptr) {
+    const TileFinish& f = *t.finish;
     __mmask16 masks[kVecs];
-    __m512 multipliers[kVecs];
-#pragma GCC unroll 8
-    for (int v = 0; v < kVecs; ++v) {
-      const int valid = q.cols - v * 16;
-      masks[v] = valid >= 16 ? __mmask16{0xFFFF}
-                             : static_cast<__mmask16>(valid <= 0 ? 0 : (1u << valid) - 1);
-      multipliers[v] = q.per_column ? _mm512_maskz_loadu_ps(masks[v], q.multiplier + v * 16)
-                                    : _mm512_set1_ps(q.multiplier[0]);
-    }
-    const __m512 lo = _mm512_set1_ps(q.lo), hi = _mm512_set1_ps(q.hi);
-    const __m512i zero_point = _mm512_set1_epi32(q.zero_point);
-    // The column vectors of the correction, loaded once: the byte stores below
-    // may alias anything, so the compiler would reload them for every row.
+    __m512 multipliers[kVecs], biases[kVecs];
+    __m512i acc_biases[kVecs];
+    // The column vectors, loaded once: the stores below may alias anything, so
+    // the compiler would reload them for every row.
     __m512i col_a[kVecs], col_b[kVecs];
 #pragma GCC unroll 8
     for (int v = 0; v < kVecs; ++v) {
+      const int valid = f.cols - v * 16;
+      masks[v] = valid >= 16 ? __mmask16{0xFFFF}
+                             : static_cast<__mmask16>(valid <= 0 ? 0 : (1u << valid) - 1);
+      multipliers[v] = f.multiplier_per_column
+                           ? _mm512_maskz_loadu_ps(masks[v], f.multiplier + v * 16)
+                           : _mm512_set1_ps(f.multiplier[0]);
+      acc_biases[v] = f.acc_bias == nullptr ? _mm512_setzero_si512()
+                      : f.acc_bias_per_column
+                          ? _mm512_maskz_loadu_epi32(masks[v], f.acc_bias + v * 16)
+                          : _mm512_set1_epi32(f.acc_bias[0]);
+      biases[v] = f.bias == nullptr   ? _mm512_setzero_ps()
+                  : f.bias_per_column ? _mm512_maskz_loadu_ps(masks[v], f.bias + v * 16)
+                                      : _mm512_set1_ps(f.bias[0]);
       col_a[v] = _mm512_loadu_si512(col_offset ? col_offset + v * 16 : col_term + v * 16);
       col_b[v] = _mm512_loadu_si512(col_zb + v * 16);
     }
+    const __m512 lo = _mm512_set1_ps(f.lo), hi = _mm512_set1_ps(f.hi);
+    const __m512i zero_point = _mm512_set1_epi32(f.zero_point);
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const __m512i row_a = _mm512_set1_epi32(col_offset ? row_offset[r] : row_neg_za[r]);
@@ -143,12 +149,21 @@ void Tile(const TileArgs& t) {
           sum = _mm512_add_epi32(sum, _mm512_mullo_epi32(row_a, col_a[v]));
           sum = _mm512_add_epi32(sum, _mm512_mullo_epi32(row_b, col_b[v]));
         }
-        // requantize.h, op for op: float(sum) * multiplier, max lo (NaN -> lo), min hi,
-        // round half to even, + zero point; in range, so the narrowing store is exact.
-        __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(sum), multipliers[v]);
-        f = _mm512_min_ps(_mm512_max_ps(f, lo), hi);
-        const __m512i y = _mm512_add_epi32(_mm512_cvtps_epi32(f), zero_point);
-        _mm512_mask_cvtepi32_storeu_epi8(q.out + r * q.ld_out + v * 16, masks[v], y);
+        sum = _mm512_add_epi32(sum, acc_biases[v]);
+        // requantize.h, op for op: float(sum) * multiplier, then either + bias
+        // (float output; no fused multiply-add) or max lo (NaN -> lo), min hi,
+        // round half to even, + zero point (in range: the narrowing store is exact).
+        __m512 y = _mm512_mul_ps(_mm512_cvtepi32_ps(sum), multipliers[v]);
+        if (f.to_float) {
+          asm("" : "+v"(y));  // keeps the product rounded before the bias
+          if (f.bias) y = _mm512_add_ps(y, biases[v]);
+          _mm512_mask_storeu_ps(static_cast<float*>(f.out) + r * f.ld_out + v * 16, masks[v], y);
+          continue;
+        }
+        y = _mm512_min_ps(_mm512_max_ps(y, lo), hi);
+        const __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(y), zero_point);
+        _mm512_mask_cvtepi32_storeu_epi8(static_cast<uint8_t*>(f.out) + r * f.ld_out + v * 16,
+                                         masks[v], q);
       }
     }
     return;

@@ -39,24 +39,32 @@ TileShape TileShapeFor(Isa isa);
 void PackA(const Int8Operand& A, int64_t row_begin, int64_t row_end, int64_t K, const TileShape& s,
            uint8_t* dst, int32_t* row_sums);
 
+// A tile that finishes the product in registers (AVX-512 VNNI, one k block)
+// instead of storing the int32 C: the corrected sums plus an optional int32
+// bias, then requantize.h's RequantizeS32 (8-bit output) or ScaleS32ToFloat
+// (float output), op for op, stored masked to `cols` columns. The per-column
+// pointers start at the tile's column 0.
+struct TileFinish {
+  void* out;                // the tile's row 0, column 0: uint8/int8, or float when to_float
+  int64_t ld_out;           // in elements
+  int cols;                 // columns stored, <= nr
+  const int32_t* acc_bias;  // null, or one value / per column: added (wrapping) first
+  bool acc_bias_per_column;
+  const float* multiplier;  // the requantization multiplier, or the float scale
+  bool multiplier_per_column;
+  bool to_float;
+  float lo, hi;  // 8-bit: the clamp, float(qmin - zero_point) and float(qmax - zero_point)
+  int32_t zero_point;
+  const float* bias;  // float: null, or one value / per column, added after the multiply
+  bool bias_per_column;
+};
+
 // One micro-tile: rows x nr outputs over k_groups groups.
 //   S[r][j] = sum_g sum_i a[g][r][i] * b[g][j][i]
 //   C[r][j] = (accumulate ? C[r][j] : 0) + S[r][j]
 //             (+ row_neg_za[r] * col_term[j] + row_neg_sum[r] * col_zb[j] when row_neg_za)
 //             (+ col_offset[j] + row_offset[r] when col_offset)
 // All arithmetic wraps modulo 2^32. All nr columns of C are written.
-// The final k block's sums requantized in registers (requantize.h's formula,
-// no bias) and stored as 8-bit values instead of the int32 C: RowMajorA tiles only.
-struct TileRequant {
-  uint8_t* out;  // the tile's row 0, column 0
-  int64_t ld_out;
-  int cols;                 // columns stored, <= nr
-  const float* multiplier;  // from the tile's column 0 when per_column, else one value
-  bool per_column;
-  float lo, hi;  // the clamp, float(qmin - zero_point) and float(qmax - zero_point)
-  int32_t zero_point;
-};
-
 struct TileArgs {
   const uint8_t* a;  // packed A panel at the first group of this k block
   const int8_t* b;   // packed B panel at the first group of this k block
@@ -76,7 +84,7 @@ struct TileArgs {
   // Leading dimension of a row-major A read in place (the RowMajorA tiles
   // only; `a` then points at row 0 of the tile, k group 0 of the block).
   int64_t a_ld = 0;
-  const TileRequant* requant = nullptr;  // AVX-512 VNNI tiles, one k block: 8-bit output, no C
+  const TileFinish* finish = nullptr;  // AVX-512 VNNI tiles, one k block: no C
 };
 using TileFn = void (*)(int rows, const TileArgs& t);
 // The micro-kernel of `isa`; throws octet::Error when this binary was built
