@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "kernels/int8/gemm_pack.h"
+#include "kernels/int8/requantize_avx512_inline.h"
 
 namespace octet::gemm {
 
@@ -108,6 +109,7 @@ void Tile(const TileArgs& t) {
   const int64_t ldc = t.ldc;
   if (t.finish != nullptr) {
     const TileFinish& f = *t.finish;
+    static_assert(kVecs == 2, "a row's 32 bytes are half of NarrowToBytes' 64");
     __mmask16 masks[kVecs];
     __m512 multipliers[kVecs], biases[kVecs];
     __m512i acc_biases[kVecs];
@@ -132,38 +134,43 @@ void Tile(const TileArgs& t) {
       col_a[v] = _mm512_loadu_si512(col_offset ? col_offset + v * 16 : col_term + v * 16);
       col_b[v] = _mm512_loadu_si512(col_zb + v * 16);
     }
-    const __m512 lo = _mm512_set1_ps(f.lo), hi = _mm512_set1_ps(f.hi);
-    const __m512i zero_point = _mm512_set1_epi32(f.zero_point);
+    // Row r's finished sums of vector v: the accumulators, the zero-point
+    // correction and the int32 bias.
+    auto finished = [&](int r, int v) {
+      __m512i sum = acc[0][r][v];
+#pragma GCC unroll 8
+      for (int u = 1; u < U; ++u) sum = _mm512_add_epi32(sum, acc[u][r][v]);
+      const __m512i row_a = _mm512_set1_epi32(col_offset ? row_offset[r] : row_neg_za[r]);
+      if (col_offset) {
+        sum = _mm512_add_epi32(sum, _mm512_add_epi32(col_a[v], row_a));
+      } else {
+        sum = _mm512_add_epi32(sum, _mm512_mullo_epi32(row_a, col_a[v]));
+        sum =
+            _mm512_add_epi32(sum, _mm512_mullo_epi32(_mm512_set1_epi32(row_neg_sum[r]), col_b[v]));
+      }
+      return f.acc_bias ? _mm512_add_epi32(sum, acc_biases[v]) : sum;
+    };
+    if (f.to_float) {
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+        for (int v = 0; v < kVecs; ++v) {
+          const __m512 y =
+              requant::ScaleVector(finished(r, v), multipliers[v], f.bias ? &biases[v] : nullptr);
+          _mm512_mask_storeu_ps(static_cast<float*>(f.out) + r * f.ld_out + v * 16, masks[v], y);
+        }
+      }
+      return;
+    }
+    const requant::RequantVectors rq{_mm512_set1_ps(f.lo), _mm512_set1_ps(f.hi),
+                                     _mm512_set1_epi32(f.zero_point)};
+    auto* out = static_cast<uint8_t*>(f.out);
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
-      const __m512i row_a = _mm512_set1_epi32(col_offset ? row_offset[r] : row_neg_za[r]);
-      const __m512i row_b = _mm512_set1_epi32(row_neg_sum[r]);
 #pragma GCC unroll 8
       for (int v = 0; v < kVecs; ++v) {
-        __m512i sum = acc[0][r][v];
-#pragma GCC unroll 8
-        for (int u = 1; u < U; ++u) sum = _mm512_add_epi32(sum, acc[u][r][v]);
-        if (col_offset) {
-          sum = _mm512_add_epi32(sum, _mm512_add_epi32(col_a[v], row_a));
-        } else {
-          sum = _mm512_add_epi32(sum, _mm512_mullo_epi32(row_a, col_a[v]));
-          sum = _mm512_add_epi32(sum, _mm512_mullo_epi32(row_b, col_b[v]));
-        }
-        sum = _mm512_add_epi32(sum, acc_biases[v]);
-        // requantize.h, op for op: float(sum) * multiplier, then either + bias
-        // (float output; no fused multiply-add) or max lo (NaN -> lo), min hi,
-        // round half to even, + zero point (in range: the narrowing store is exact).
-        __m512 y = _mm512_mul_ps(_mm512_cvtepi32_ps(sum), multipliers[v]);
-        if (f.to_float) {
-          asm("" : "+v"(y));  // keeps the product rounded before the bias
-          if (f.bias) y = _mm512_add_ps(y, biases[v]);
-          _mm512_mask_storeu_ps(static_cast<float*>(f.out) + r * f.ld_out + v * 16, masks[v], y);
-          continue;
-        }
-        y = _mm512_min_ps(_mm512_max_ps(y, lo), hi);
-        const __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(y), zero_point);
-        _mm512_mask_cvtepi32_storeu_epi8(static_cast<uint8_t*>(f.out) + r * f.ld_out + v * 16,
-                                         masks[v], q);
+        const __m512i q = requant::RequantizeVector(finished(r, v), multipliers[v], rq);
+        _mm512_mask_cvtepi32_storeu_epi8(out + r * f.ld_out + v * 16, masks[v], q);
       }
     }
     return;
