@@ -3,7 +3,11 @@
 // and the fused attention steps octet.FloatAttention and octet.MaskedSoftmax.
 // Add/Sub/Mul/Div also take int32/int64 for exported shape arithmetic.
 #include <algorithm>
+#include <bit>
+#include <cmath>
 #include <functional>
+#include <optional>
+#include <vector>
 
 #include "kernels/float/broadcast.h"
 #include "kernels/float/elementwise_float.h"
@@ -318,6 +322,54 @@ class FloatAttentionKernel : public OpKernel {
 // cache; otherwise the steps run one after another. Both ways every element
 // takes the operations of the separate nodes (table entry, IEEE add, softmax
 // row, QuantizeLinear's division and rounding), so the bits are the graph's.
+//
+// Rows whose mask is all zeros (every token attended) take their exps from
+// tables made once per session (ExpTables) when the table is a constant of
+// finite values without -0: such a row's scores are T[x] exactly (T + +-0 =
+// T), its max is T[i] for the index i of its largest entry, and each exp
+// exp(T[k] - T[i]) depends only on (i, k). The row is then a byte lookup of
+// ranks, a byte max, one lookup of exps and NormalizeRow (SoftmaxRow's sum
+// and division): the same bits without an exp per element.
+// For a constant table T of 256 finite floats without -0: rank[j] orders the
+// entries (equal values share a rank), by_rank[r] is an entry of rank r, and
+// exps[i][k] = exp(T[k] - T[i]), each computed as SoftmaxRow computes it.
+struct ExpTables {
+  uint8_t rank[256];
+  uint8_t by_rank[256];
+  std::vector<DwordTable256> exps;
+
+  static std::optional<ExpTables> For(const float* table) {
+    for (int k = 0; k < 256; ++k) {
+      if (!std::isfinite(table[k]) || std::bit_cast<uint32_t>(table[k]) == 0x80000000u)
+        return std::nullopt;
+    }
+    std::optional<ExpTables> t(std::in_place);
+    std::vector<float> values(table, table + 256);
+    std::sort(values.begin(), values.end());
+    values.erase(std::unique(values.begin(), values.end()), values.end());
+    for (int k = 0; k < 256; ++k) {
+      const auto r = std::lower_bound(values.begin(), values.end(), table[k]) - values.begin();
+      t->rank[k] = static_cast<uint8_t>(r);
+      t->by_rank[r] = static_cast<uint8_t>(k);
+    }
+    t->exps.reserve(256);
+    float row[256];
+    for (int i = 0; i < 256; ++i) {
+      for (int k = 0; k < 256; ++k) row[k] = table[k] - table[i];
+      vmath::Exp(row, row, 256);
+      t->exps.emplace_back(row);
+    }
+    return t;
+  }
+};
+
+// Whether the n mask values are all +0 or -0.
+bool IsZeroMask(const float* mask, int64_t n) {
+  uint32_t bits = 0;
+  for (int64_t i = 0; i < n; ++i) bits |= std::bit_cast<uint32_t>(mask[i]) & 0x7fffffffu;
+  return bits == 0;
+}
+
 class MaskedSoftmaxKernel : public OpKernel {
  public:
   explicit MaskedSoftmaxKernel(const KernelInit& init)
@@ -325,8 +377,10 @@ class MaskedSoftmaxKernel : public OpKernel {
         min_rank_(init.node.GetInt("min_rank", 0)) {
     // The lookup pass makes the table a constant: lay it out once per session.
     const Tensor* table = init.constant_inputs.size() > 1 ? init.constant_inputs[1] : nullptr;
-    if (table && table->numel() == 256 && DTypeSize(table->dtype()) == 4)
+    if (table && table->numel() == 256 && DTypeSize(table->dtype()) == 4) {
       constant_entries_.emplace(table->raw());
+      if (table->dtype() == DType::kFloat32) exp_tables_ = ExpTables::For(table->data<float>());
+    }
   }
   void Run(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
@@ -395,27 +449,45 @@ class MaskedSoftmaxKernel : public OpKernel {
     const int mask_step = mask_strides.back() == 0 ? 0 : 1;
     const float* pm = mask.data<float>();
     const size_t out_size = DTypeSize(out_type);
+    // The exp tables hold for the constant table only (a table fed at run time is not).
+    const ExpTables* exp_tables = exp_tables_ && table && !run_entries ? &*exp_tables_ : nullptr;
     vmath::ParallelForWork(ctx.pool(), rows, x.numel() * 16, [&](int64_t begin, int64_t end) {
       std::vector<float> buffer(quantize ? n : 0);  // the row before quantization
+      std::vector<uint8_t> ranks(exp_tables ? n : 0);
+      int64_t checked_mask = -1;  // the mask row last checked (rows share it across heads)
+      bool zero_mask = false;
       for (int64_t r = begin; r < end; ++r) {
         float* row = quantize ? buffer.data() : out.data<float>() + r * n;
-        const float* scores = row;
-        if (table) {
-          LookupDwords256(static_cast<const uint8_t*>(x.raw()) + r * n, n, offset, *entries, row);
-        } else {
-          scores = x.data<float>() + r * n;
-        }
+        const auto* x_row = static_cast<const uint8_t*>(x.raw()) + r * n;
         int64_t mask_offset = 0;
         for (int64_t dim = rank - 2, rest = r; dim >= 0; --dim) {
           mask_offset += rest % shape[dim] * mask_strides[dim];
           rest /= shape[dim];
         }
-        if (mask_first_) {
-          vmath::Binary(BinaryOp::kAdd, pm + mask_offset, mask_step, scores, 1, row, n);
-        } else {
-          vmath::Binary(BinaryOp::kAdd, scores, 1, pm + mask_offset, mask_step, row, n);
+        if (exp_tables && mask_offset != checked_mask) {
+          zero_mask = IsZeroMask(pm + mask_offset, mask_step ? n : 1);
+          checked_mask = mask_offset;
         }
-        vmath::SoftmaxRow(row, row, n);
+        if (exp_tables && zero_mask) {
+          LookupTable256(x_row, n, offset, exp_tables->rank, 1, ranks.data());
+          uint8_t top = 0;
+          for (int64_t i = 0; i < n; ++i) top = std::max(top, ranks[i]);
+          LookupDwords256(x_row, n, offset, exp_tables->exps[exp_tables->by_rank[top]], row);
+          vmath::NormalizeRow(row, n);
+        } else {
+          const float* scores = row;
+          if (table) {
+            LookupDwords256(x_row, n, offset, *entries, row);
+          } else {
+            scores = x.data<float>() + r * n;
+          }
+          if (mask_first_) {
+            vmath::Binary(BinaryOp::kAdd, pm + mask_offset, mask_step, scores, 1, row, n);
+          } else {
+            vmath::Binary(BinaryOp::kAdd, scores, 1, pm + mask_offset, mask_step, row, n);
+          }
+          vmath::SoftmaxRow(row, row, n);
+        }
         if (quantize)
           QuantizeSpan(row, n, params, static_cast<uint8_t*>(out.raw()) + r * n * out_size);
       }
@@ -426,6 +498,7 @@ class MaskedSoftmaxKernel : public OpKernel {
   bool mask_first_;
   int64_t min_rank_;
   std::optional<DwordTable256> constant_entries_;
+  std::optional<ExpTables> exp_tables_;
 };
 
 class BinaryKernel : public OpKernel {

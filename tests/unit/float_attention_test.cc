@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <limits>
+#include <optional>
 #include <random>
 
 #include "int_op_test_util.h"
@@ -202,6 +204,61 @@ TEST(MaskedSoftmax, SameBitsAsTheSeparateNodes) {
             << mask_first << " threads " << (pool ? pool->num_threads() : 1);
       }
     }
+}
+
+TEST(MaskedSoftmax, ExpTablesOfAConstantTableGiveTheSeparateNodesBits) {
+  // A constant table: rows whose mask is all +0 or -0 take their exps from
+  // tables made at creation (ties in the table, a row-broadcast mask and a
+  // mask with one nonzero value included); a table with -0 or infinity cannot.
+  ThreadPool pool2(2);
+  uint32_t seed = 500;
+  for (int64_t n : {1, 17, 128, 129})
+    for (DType x_type : {DType::kUInt8, DType::kInt8})
+      for (int table_kind = 0; table_kind < 4; ++table_kind) {
+        const Tensor x = RandomBytes({3, 2, 5, n}, x_type, seed++);
+        Tensor table = Random({256}, seed++, 6.f);
+        float* t = table.data<float>();
+        if (table_kind == 1) {  // ties: scores of a DequantizeLinear with a coarse scale
+          for (int k = 0; k < 256; ++k) t[k] = static_cast<float>((k * 7) % 23 - 11) * 0.125f;
+        }
+        if (table_kind == 2) t[200] = -0.0f;
+        if (table_kind == 3) t[3] = std::numeric_limits<float>::infinity();
+        for (bool broadcast_row : {false, true}) {
+          Tensor mask(DType::kFloat32, {3, 1, 1, broadcast_row ? 1 : n});
+          float* m = mask.data<float>();
+          const int64_t row = broadcast_row ? 1 : n;
+          for (int64_t i = 0; i < row; ++i) {
+            m[i] = 0.0f;             // batch 0: +0
+            m[row + i] = -0.0f;      // batch 1: -0 (the BERT mask (1 - 1) * -10000)
+            m[2 * row + i] = -0.0f;  // batch 2: one masked position
+          }
+          m[2 * row + row - 1] = -10000.f;
+          const Tensor scores = int_test::RunNode(kLookupTableOp, 1, {x, table},
+                                                  int_test::NodeRun{.domain = kOctetDomain});
+          const Tensor probs =
+              int_test::RunNode("Softmax", 13, {int_test::RunNode("Add", 14, {scores, mask})},
+                                {{"axis", Attribute::Int(-1)}});
+          const Tensor y_scale = Scalar(DType::kFloat32, 1.f / 255);
+          const Tensor zero = Scalar(x_type, x_type == DType::kInt8 ? -128.f : 0.f);
+          const Tensor expected = int_test::RunNode("QuantizeLinear", 19, {probs, y_scale, zero});
+          for (bool quantize : {true, false}) {
+            for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool2}) {
+              int_test::NodeRun how{
+                  .domain = kOctetDomain, .constant = {false, true}, .pool = pool, .runs = 2};
+              const Tensor got = int_test::RunNode(
+                  kMaskedSoftmaxOp, 1,
+                  {x, table, mask, quantize ? std::optional<Tensor>(y_scale) : std::nullopt,
+                   quantize ? std::optional<Tensor>(zero) : std::nullopt},
+                  how);
+              const Tensor& want = quantize ? expected : probs;
+              ASSERT_EQ(got.nbytes(), want.nbytes());
+              EXPECT_EQ(std::memcmp(got.raw(), want.raw(), got.nbytes()), 0)
+                  << "n " << n << " " << DTypeName(x_type) << " table " << table_kind
+                  << " broadcast " << broadcast_row << " quantize " << quantize;
+            }
+          }
+        }
+      }
 }
 
 TEST(MaskedSoftmax, KeepsTheLookupsMinimumRank) {

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -274,6 +275,27 @@ TEST(Vmath, SoftmaxRowNearDoubleAndSameBitsOnEveryPath) {
       }
       if (n > 4) {
         EXPECT_EQ(y[4], 0.f);
+      }
+    }
+  }
+}
+
+TEST(Vmath, NormalizedExpsAreSoftmaxBitForBit) {
+  // The MaskedSoftmax lookup path: exps from a table, then NormalizeRow.
+  for (int64_t n : kLengths) {
+    if (n == 0) continue;
+    std::vector<float> x = RandomValues(n, static_cast<uint32_t>(n) + 11, -20.f, 20.f);
+    if (n > 4) x[4] = -kInf;
+    const float max = *std::max_element(x.begin(), x.end());
+    for (Isa isa : Paths()) {
+      std::vector<float> softmax(n), exps(n);
+      vmath::SoftmaxRow(x.data(), softmax.data(), n, isa);
+      for (int64_t i = 0; i < n; ++i) exps[i] = x[i] - max;
+      vmath::Exp(exps.data(), exps.data(), n, isa);
+      vmath::NormalizeRow(exps.data(), n, isa);
+      for (int64_t i = 0; i < n; ++i) {
+        ASSERT_EQ(std::bit_cast<uint32_t>(exps[i]), std::bit_cast<uint32_t>(softmax[i]))
+            << "n=" << n << " i=" << i << " on " << IsaName(isa);
       }
     }
   }

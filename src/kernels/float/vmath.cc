@@ -85,6 +85,8 @@ void SoftmaxRow(const float* x, float* y, int64_t n, Isa isa) {
   KernelsFor(isa).softmax_row(x, y, n);
 }
 
+void NormalizeRow(float* y, int64_t n, Isa isa) { KernelsFor(isa).normalize_row(y, n); }
+
 void LayerNormRow(const float* x, const float* scale, const float* bias, float epsilon, float* y,
                   int64_t n, float* mean, float* inv_std, Isa isa) {
   KernelsFor(isa).layer_norm_row(x, scale, bias, epsilon, y, n, mean, inv_std);

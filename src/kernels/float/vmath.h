@@ -47,6 +47,11 @@ void Binary(BinaryOp op, const float* a, int a_step, const float* b, int b_step,
 // and a multiply. A row with NaN or +inf, or with every entry -inf, is all NaN.
 void SoftmaxRow(const float* x, float* y, int64_t n, Isa isa = ActiveIsa());
 
+// y = y / sum(y) with SoftmaxRow's sum and division, so that SoftmaxRow(x)
+// equals NormalizeRow(exp(x - max(x))) bit for bit: softmax from exps computed
+// elsewhere (a lookup table). n > 0 finite non-negative values with a positive sum.
+void NormalizeRow(float* y, int64_t n, Isa isa = ActiveIsa());
+
 // y = (x - mean) * inv_std * scale + bias (bias may be null, meaning 0),
 // inv_std = 1 / sqrt(variance + epsilon), over one row of n > 0 values;
 // scale and bias have n values. Writes the row's mean and inv_std.

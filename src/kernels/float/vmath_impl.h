@@ -209,6 +209,13 @@ float CombineLanes(const typename V::F (&groups)[kLanes / V::kWidth], Op op) {
   return lanes[0];
 }
 
+// y *= 1 / (the lanes of sums combined): softmax's last step.
+template <class V>
+void DivideBySum(const typename V::F (&sums)[kLanes / V::kWidth], float* y, int64_t n) {
+  const float scale = 1.f / CombineLanes<V>(sums, [](float a, float b) { return a + b; });
+  BinaryLoop<V, BinaryOp::kMul, true, false>(y, &scale, y, n);
+}
+
 template <class V>
 void SoftmaxRow(const float* x, float* y, int64_t n) {
   using F = typename V::F;
@@ -232,8 +239,18 @@ void SoftmaxRow(const float* x, float* y, int64_t n) {
     }
     sums[g] = V::Add(sums[g], e);
   });
-  const float scale = 1.f / CombineLanes<V>(sums, [](float a, float b) { return a + b; });
-  BinaryLoop<V, BinaryOp::kMul, true, false>(y, &scale, y, n);
+  DivideBySum<V>(sums, y, n);
+}
+
+template <class V>
+void NormalizeRow(float* y, int64_t n) {
+  using F = typename V::F;
+  constexpr int kGroups = kLanes / V::kWidth;
+  if (n <= 0) return;
+  F sums[kGroups];
+  for (int g = 0; g < kGroups; ++g) sums[g] = V::Set(0.f);
+  ForLaneGroups<V>(y, n, 0.f, [&](int g, F v, int64_t, int) { sums[g] = V::Add(sums[g], v); });
+  DivideBySum<V>(sums, y, n);
 }
 
 template <class V>
@@ -295,6 +312,7 @@ constexpr Kernels MakeKernels() {
       Map<V, Math<V>::GeluTanh>,
       Binary<V>,
       SoftmaxRow<V>,
+      NormalizeRow<V>,
       LayerNormRow<V>,
   };
 }
