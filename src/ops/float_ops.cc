@@ -323,13 +323,15 @@ class FloatAttentionKernel : public OpKernel {
 // takes the operations of the separate nodes (table entry, IEEE add, softmax
 // row, QuantizeLinear's division and rounding), so the bits are the graph's.
 //
-// Rows whose mask is all zeros (every token attended) take their exps from
-// tables made once per session (ExpTables) when the table is a constant of
-// finite values without -0: such a row's scores are T[x] exactly (T + +-0 =
-// T), its max is T[i] for the index i of its largest entry, and each exp
-// exp(T[k] - T[i]) depends only on (i, k). The row is then a byte lookup of
-// ranks, a byte max, one lookup of exps and NormalizeRow (SoftmaxRow's sum
-// and division): the same bits without an exp per element.
+// With a constant table of finite values without -0, rows take their exps
+// from tables made once per session (ExpTables) when every mask value is
+// either +-0 or far enough below the scores that its exp is Exp's floor (BERT's
+// mask: -0 for tokens, -10000 for padding): a kept position's score is T[x]
+// exactly (T + +-0 = T), the row's max is T[i] for its largest kept entry i,
+// and each kept exp exp(T[k] - T[i]) depends only on (i, k). The row is then a
+// byte lookup of ranks, a byte max, one lookup of exps, the floor for masked
+// positions and NormalizeRow (SoftmaxRow's sum and division): the same bits
+// without an exp per element.
 // For a constant table T of 256 finite floats without -0: rank[j] orders the
 // entries (equal values share a rank), by_rank[r] is an entry of rank r, and
 // exps[i][k] = exp(T[k] - T[i]), each computed as SoftmaxRow computes it.
@@ -337,6 +339,33 @@ struct ExpTables {
   uint8_t rank[256];
   uint8_t by_rank[256];
   std::vector<DwordTable256> exps;
+  float lowest, highest;  // the table's extremes
+  float floor_exp;        // exp of every argument <= kFloorArgument (Exp clamps there)
+  static constexpr float kFloorArgument = -104.f;
+
+  // Which positions of a mask row (n values, or one repeated when `step` is 0)
+  // leave their score as it is (+0 / -0): keep[j] = 0xFF, and which are masked
+  // so far below that their exp is floor_exp whatever the scores (keep[j] = 0:
+  // T[x] + m - T[i] <= kFloorArgument for every entry pair, which also puts them
+  // under every kept score, so the row's max is its largest kept score). False
+  // (take the general path) for any other mask value, or with nothing kept.
+  // keep_bits[j]: keep[j] widened to 32 bits, for a branchless select of floats.
+  bool ClassifyMask(const float* mask, int step, int64_t n, uint8_t* keep,
+                    uint32_t* keep_bits) const {
+    bool any_kept = false;
+    for (int64_t j = 0; j < n; ++j) {
+      const float m = mask[step ? j : 0];
+      const bool zero = (std::bit_cast<uint32_t>(m) & 0x7fffffffu) == 0;
+      if (!zero) {
+        const float highest_masked = highest + m;
+        if (!(highest_masked - lowest <= kFloorArgument)) return false;  // also NaN
+      }
+      keep[j] = zero ? 0xFF : 0;
+      keep_bits[j] = zero ? ~0u : 0u;
+      any_kept |= zero;
+    }
+    return any_kept;
+  }
 
   static std::optional<ExpTables> For(const float* table) {
     for (int k = 0; k < 256; ++k) {
@@ -352,6 +381,10 @@ struct ExpTables {
       t->rank[k] = static_cast<uint8_t>(r);
       t->by_rank[r] = static_cast<uint8_t>(k);
     }
+    t->lowest = values.front();
+    t->highest = values.back();
+    const float floor_argument = kFloorArgument;
+    vmath::Exp(&floor_argument, &t->floor_exp, 1);
     t->exps.reserve(256);
     float row[256];
     for (int i = 0; i < 256; ++i) {
@@ -362,13 +395,6 @@ struct ExpTables {
     return t;
   }
 };
-
-// Whether the n mask values are all +0 or -0.
-bool IsZeroMask(const float* mask, int64_t n) {
-  uint32_t bits = 0;
-  for (int64_t i = 0; i < n; ++i) bits |= std::bit_cast<uint32_t>(mask[i]) & 0x7fffffffu;
-  return bits == 0;
-}
 
 class MaskedSoftmaxKernel : public OpKernel {
  public:
@@ -453,9 +479,10 @@ class MaskedSoftmaxKernel : public OpKernel {
     const ExpTables* exp_tables = exp_tables_ && table && !run_entries ? &*exp_tables_ : nullptr;
     vmath::ParallelForWork(ctx.pool(), rows, x.numel() * 16, [&](int64_t begin, int64_t end) {
       std::vector<float> buffer(quantize ? n : 0);  // the row before quantization
-      std::vector<uint8_t> ranks(exp_tables ? n : 0);
-      int64_t checked_mask = -1;  // the mask row last checked (rows share it across heads)
-      bool zero_mask = false;
+      std::vector<uint8_t> ranks(exp_tables ? n : 0), keep(exp_tables ? n : 0);
+      std::vector<uint32_t> keep_bits(exp_tables ? n : 0);
+      int64_t classified_mask = -1;  // the mask row last classified (rows share it across heads)
+      bool table_exps = false;
       for (int64_t r = begin; r < end; ++r) {
         float* row = quantize ? buffer.data() : out.data<float>() + r * n;
         const auto* x_row = static_cast<const uint8_t*>(x.raw()) + r * n;
@@ -464,15 +491,21 @@ class MaskedSoftmaxKernel : public OpKernel {
           mask_offset += rest % shape[dim] * mask_strides[dim];
           rest /= shape[dim];
         }
-        if (exp_tables && mask_offset != checked_mask) {
-          zero_mask = IsZeroMask(pm + mask_offset, mask_step ? n : 1);
-          checked_mask = mask_offset;
+        if (exp_tables && mask_offset != classified_mask) {
+          table_exps = exp_tables->ClassifyMask(pm + mask_offset, mask_step, n, keep.data(),
+                                                keep_bits.data());
+          classified_mask = mask_offset;
         }
-        if (exp_tables && zero_mask) {
+        if (table_exps) {
           LookupTable256(x_row, n, offset, exp_tables->rank, 1, ranks.data());
           uint8_t top = 0;
-          for (int64_t i = 0; i < n; ++i) top = std::max(top, ranks[i]);
+          for (int64_t i = 0; i < n; ++i) top = std::max(top, uint8_t(ranks[i] & keep[i]));
           LookupDwords256(x_row, n, offset, exp_tables->exps[exp_tables->by_rank[top]], row);
+          const uint32_t floor_bits = std::bit_cast<uint32_t>(exp_tables->floor_exp);
+          for (int64_t i = 0; i < n; ++i) {  // masked positions: the floor (branchless)
+            const uint32_t e = std::bit_cast<uint32_t>(row[i]);
+            row[i] = std::bit_cast<float>((e & keep_bits[i]) | (floor_bits & ~keep_bits[i]));
+          }
           vmath::NormalizeRow(row, n);
         } else {
           const float* scores = row;

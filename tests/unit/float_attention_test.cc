@@ -207,15 +207,16 @@ TEST(MaskedSoftmax, SameBitsAsTheSeparateNodes) {
 }
 
 TEST(MaskedSoftmax, ExpTablesOfAConstantTableGiveTheSeparateNodesBits) {
-  // A constant table: rows whose mask is all +0 or -0 take their exps from
-  // tables made at creation (ties in the table, a row-broadcast mask and a
-  // mask with one nonzero value included); a table with -0 or infinity cannot.
+  // A constant table: rows whose mask values are +0 / -0, or far below the
+  // scores (-10000, -inf), take their exps from tables made at creation (ties
+  // in the table and a row-broadcast mask included); a mask value near the
+  // scores (-50), a fully masked row, and a table with -0 or infinity cannot.
   ThreadPool pool2(2);
   uint32_t seed = 500;
   for (int64_t n : {1, 17, 128, 129})
     for (DType x_type : {DType::kUInt8, DType::kInt8})
       for (int table_kind = 0; table_kind < 4; ++table_kind) {
-        const Tensor x = RandomBytes({3, 2, 5, n}, x_type, seed++);
+        const Tensor x = RandomBytes({5, 2, 5, n}, x_type, seed++);
         Tensor table = Random({256}, seed++, 6.f);
         float* t = table.data<float>();
         if (table_kind == 1) {  // ties: scores of a DequantizeLinear with a coarse scale
@@ -224,15 +225,16 @@ TEST(MaskedSoftmax, ExpTablesOfAConstantTableGiveTheSeparateNodesBits) {
         if (table_kind == 2) t[200] = -0.0f;
         if (table_kind == 3) t[3] = std::numeric_limits<float>::infinity();
         for (bool broadcast_row : {false, true}) {
-          Tensor mask(DType::kFloat32, {3, 1, 1, broadcast_row ? 1 : n});
+          Tensor mask(DType::kFloat32, {5, 1, 1, broadcast_row ? 1 : n});
           float* m = mask.data<float>();
           const int64_t row = broadcast_row ? 1 : n;
           for (int64_t i = 0; i < row; ++i) {
-            m[i] = 0.0f;             // batch 0: +0
-            m[row + i] = -0.0f;      // batch 1: -0 (the BERT mask (1 - 1) * -10000)
-            m[2 * row + i] = -0.0f;  // batch 2: one masked position
+            m[i] = 0.0f;                                         // batch 0: +0
+            for (int b = 1; b < 5; ++b) m[b * row + i] = -0.0f;  // (1 - 1) * -10000
           }
-          m[2 * row + row - 1] = -10000.f;
+          m[2 * row + row - 1] = -10000.f;  // padding
+          m[3 * row] = -50.f;               // too near the scores: the general path
+          m[4 * row + row / 2] = -std::numeric_limits<float>::infinity();
           const Tensor scores = int_test::RunNode(kLookupTableOp, 1, {x, table},
                                                   int_test::NodeRun{.domain = kOctetDomain});
           const Tensor probs =
