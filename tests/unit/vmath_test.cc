@@ -280,6 +280,26 @@ TEST(Vmath, SoftmaxRowNearDoubleAndSameBitsOnEveryPath) {
   }
 }
 
+TEST(Vmath, ExpAtAndBelowItsLowerBoundIsZeroAndSubnormalsRoundOnce) {
+  // Lanes at the lower bound (-104) take a shortcut to 0; lanes above it keep
+  // the subnormal results, within one subnormal step of the exact value.
+  std::vector<float> x;
+  for (float v = -112.f; v <= -86.f; v += 1.f / 64) x.push_back(v);
+  for (float v : {-kInf, -1e30f, -104.f, -103.99999237060546875f}) x.push_back(v);
+  for (Isa isa : Paths()) {
+    std::vector<float> y(x.size());
+    vmath::Exp(x.data(), y.data(), static_cast<int64_t>(x.size()), isa);
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double exact = std::exp(static_cast<double>(x[i]));
+      if (x[i] <= -104.f) {
+        ASSERT_EQ(std::bit_cast<uint32_t>(y[i]), 0u) << x[i] << " on " << IsaName(isa);
+      } else {
+        ASSERT_NEAR(y[i], exact, 1.5e-45 + 4e-7 * exact) << x[i] << " on " << IsaName(isa);
+      }
+    }
+  }
+}
+
 TEST(Vmath, NormalizedExpsAreSoftmaxBitForBit) {
   // The MaskedSoftmax lookup path: exps from a table, then NormalizeRow.
   for (int64_t n : kLengths) {

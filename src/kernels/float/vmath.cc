@@ -39,6 +39,7 @@ struct Scalar {
   static F SignBit(F a) { return FromBits(static_cast<I>(Bits(a) & 0x80000000u)); }
   static F Or(F a, F b) { return FromBits(Bits(a) | Bits(b)); }
   static M Less(F a, F b) { return a < b; }
+  static bool AnyLane(M m) { return m; }
   static F Select(M m, F a, F b) { return m ? a : b; }
   static I Bits(F a) { return std::bit_cast<I>(a); }
   static F FromBits(I a) { return std::bit_cast<F>(a); }
