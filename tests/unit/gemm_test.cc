@@ -371,19 +371,40 @@ int32_t WrappingAdd(int32_t a, int32_t b) {
   return static_cast<int32_t>(static_cast<uint32_t>(a) + static_cast<uint32_t>(b));
 }
 
+// A Case's operands drawn as RunReference draws them, B packed for `isa`, and
+// the reference product: what the epilogue tests below finish.
+struct DrawnOperands {
+  DrawnOperands(const Case& c, Isa isa)
+      : lda(c.K + c.lda_pad),
+        ld_out(c.N + c.ldc_pad),
+        a(static_cast<size_t>(c.M * lda)),
+        b(static_cast<size_t>(c.K * (c.N + c.ldb_pad))),
+        za(c.za_per_row ? c.M : 1),
+        zb(c.zb_per_col ? c.N : 1) {
+    std::mt19937 rng(c.seed);  // same draws, same order as RunReference
+    Fill8(a.data(), a.size(), c.a_signed, c.a_fill, rng);
+    Fill8(b.data(), b.size(), c.b_signed, c.b_fill, rng);
+    FillZeros(za.data(), za.size(), c.a_signed, c.za_per_row ? kRandom : c.za, rng);
+    FillZeros(zb.data(), zb.size(), c.b_signed, c.zb, rng);
+    acc = RunReference(c);
+    packed = PackB(b.data(), c.b_signed, c.K, c.N, c.N + c.ldb_pad, isa);
+  }
+  Int8Operand A(const Case& c) { return Int8Operand{a.data(), c.a_signed, lda}; }
+
+  int64_t lda, ld_out;
+  GuardedBuffer<uint8_t> a, b;
+  GuardedBuffer<int32_t> za, zb;
+  std::vector<int32_t> acc;
+  PackedB packed;
+};
+
 ::testing::AssertionResult RequantizedMatches(Isa isa, const Case& c, DType y_type, bool per_column,
                                               float scale, int32_t y_zero, int32_t y_min,
                                               int32_t y_max, ThreadPool* pool,
                                               Bias bias = Bias::kNone) {
-  std::mt19937 rng(c.seed);  // same draws, same order as RunReference
-  const int64_t lda = c.K + c.lda_pad, ldb = c.N + c.ldb_pad, ld_out = c.N + c.ldc_pad;
-  GuardedBuffer<uint8_t> a(static_cast<size_t>(c.M * lda)), b(static_cast<size_t>(c.K * ldb));
-  Fill8(a.data(), a.size(), c.a_signed, c.a_fill, rng);
-  Fill8(b.data(), b.size(), c.b_signed, c.b_fill, rng);
-  GuardedBuffer<int32_t> za(c.za_per_row ? c.M : 1), zb(c.zb_per_col ? c.N : 1);
-  FillZeros(za.data(), za.size(), c.a_signed, c.za_per_row ? kRandom : c.za, rng);
-  FillZeros(zb.data(), zb.size(), c.b_signed, c.zb, rng);
-  const std::vector<int32_t> acc = RunReference(c);
+  DrawnOperands d(c, isa);
+  const int64_t ld_out = d.ld_out;
+  const std::vector<int32_t>& acc = d.acc;
 
   GuardedBuffer<float> multipliers(per_column ? c.N : 1);
   for (size_t i = 0; i < multipliers.size(); ++i)
@@ -398,11 +419,10 @@ int32_t WrappingAdd(int32_t a, int32_t b) {
   const std::vector<int32_t> bias_values = MakeBias(bias, c.N);
   params.bias = bias_values.empty() ? nullptr : bias_values.data();
   params.bias_per_column = bias == Bias::kColumn;
-  const PackedB packed = PackB(b.data(), c.b_signed, c.K, c.N, ldb, isa);
   GuardedBuffer<uint8_t> out(static_cast<size_t>(c.M * ld_out));
   std::memset(out.data(), 0xA5, out.size());
-  GemmS32Requantized(c.M, Int8Operand{a.data(), c.a_signed, lda}, za.data(), c.za_per_row, packed,
-                     zb.data(), c.zb_per_col, params, out.data(), ld_out, pool);
+  GemmS32Requantized(c.M, d.A(c), d.za.data(), c.za_per_row, d.packed, d.zb.data(), c.zb_per_col,
+                     params, out.data(), ld_out, pool);
 
   const bool y_signed = y_type == DType::kInt8;
   const int32_t lo = std::max(TypeMin(y_signed), y_min), hi = std::min(TypeMax(y_signed), y_max);
@@ -435,15 +455,9 @@ int32_t WrappingAdd(int32_t a, int32_t b) {
 // then + bias, each rounded to float (this file is built without FMA).
 ::testing::AssertionResult FloatOutputMatches(Isa isa, const Case& c, bool per_column,
                                               Bias acc_bias, bool float_bias, ThreadPool* pool) {
-  std::mt19937 rng(c.seed);  // same draws, same order as RunReference
-  const int64_t lda = c.K + c.lda_pad, ldb = c.N + c.ldb_pad, ld_out = c.N + c.ldc_pad;
-  GuardedBuffer<uint8_t> a(static_cast<size_t>(c.M * lda)), b(static_cast<size_t>(c.K * ldb));
-  Fill8(a.data(), a.size(), c.a_signed, c.a_fill, rng);
-  Fill8(b.data(), b.size(), c.b_signed, c.b_fill, rng);
-  GuardedBuffer<int32_t> za(c.za_per_row ? c.M : 1), zb(c.zb_per_col ? c.N : 1);
-  FillZeros(za.data(), za.size(), c.a_signed, c.za_per_row ? kRandom : c.za, rng);
-  FillZeros(zb.data(), zb.size(), c.b_signed, c.zb, rng);
-  const std::vector<int32_t> acc = RunReference(c);
+  DrawnOperands d(c, isa);
+  const int64_t ld_out = d.ld_out;
+  const std::vector<int32_t>& acc = d.acc;
 
   GuardedBuffer<float> scales(per_column ? c.N : 1), biases(per_column ? c.N : 1);
   for (size_t i = 0; i < scales.size(); ++i) {
@@ -458,11 +472,10 @@ int32_t WrappingAdd(int32_t a, int32_t b) {
   params.acc_bias_per_column = acc_bias == Bias::kColumn;
   params.bias = float_bias ? biases.data() : nullptr;
   params.bias_per_column = per_column;
-  const PackedB packed = PackB(b.data(), c.b_signed, c.K, c.N, ldb, isa);
   GuardedBuffer<float> out(static_cast<size_t>(c.M * ld_out));
   std::fill(out.data(), out.data() + out.size(), -7.5f);
-  GemmS32ToFloat(c.M, Int8Operand{a.data(), c.a_signed, lda}, za.data(), c.za_per_row, packed,
-                 zb.data(), c.zb_per_col, params, out.data(), ld_out, pool);
+  GemmS32ToFloat(c.M, d.A(c), d.za.data(), c.za_per_row, d.packed, d.zb.data(), c.zb_per_col,
+                 params, out.data(), ld_out, pool);
 
   for (int64_t m = 0; m < c.M; ++m) {
     for (int64_t n = 0; n < ld_out; ++n) {
