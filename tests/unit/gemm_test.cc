@@ -212,9 +212,9 @@ TEST_P(GemmIsaTest, AllKUpTo64ForSeveralShapes) {
 }
 
 TEST_P(GemmIsaTest, KAroundTheBlockAndNAroundTheTile) {
-  // 1024 is the k block (512 before); M > 8 rows gives several row panels, so k
-  // blocking applies.
-  for (int64_t K : {508, 511, 512, 513, 1020, 1024, 1027, 1536, 2048, 2049}) {
+  // 4096 is the k block (1024 and 512 before); M > 8 rows gives several row
+  // panels, so k blocking applies.
+  for (int64_t K : {508, 511, 1020, 1024, 1027, 1536, 4092, 4095, 4096, 4097, 4100, 8196}) {
     for (int64_t N : {15, 16, 17, 31, 32, 33, 47, 48, 49, 255, 257}) {
       Case c;
       c.M = 19, c.N = N, c.K = K;
@@ -499,10 +499,10 @@ struct DrawnOperands {
 }
 
 TEST_P(GemmIsaTest, RequantizedAndFloatOutputOfSmallAndLargeProducts) {
-  // On AVX-512 VNNI, products with K <= 1024 requantize in the tile: small ones
+  // On AVX-512 VNNI, products with K <= 4096 requantize in the tile: small ones
   // reading A in place, the others (K not a multiple of 4, large) from packed A;
   // masked right edges (N = 45, 70, 100), per-tensor offsets and per-row / per-column
-  // zero points. K = 1100 (two k blocks) and the other paths take the block
+  // zero points. K = 4100 (two k blocks) and the other paths take the block
   // epilogue. Scales from saturating to fine, both output types, a clamp,
   // per-column multipliers.
   ThreadPool two(2), three(3);
@@ -515,7 +515,7 @@ TEST_P(GemmIsaTest, RequantizedAndFloatOutputOfSmallAndLargeProducts) {
                                   {3, 4, 100},
                                   {13, 30, 40},
                                   {150, 512, 70},
-                                  {21, 1100, 50}}) {
+                                  {21, 4100, 50}}) {
       c.M = M, c.K = K, c.N = N, c.seed = static_cast<uint32_t>(p + M + K + N);
       c.za = TypeMax(c.a_signed), c.zb = TypeMin(c.b_signed);
       for (DType y_type : {DType::kInt8, DType::kUInt8}) {

@@ -19,16 +19,16 @@ using gemm::TileFnFor;
 using gemm::TileShape;
 
 // Fixed blocking (Goto / van de Geijn), constants of the kernel so the work
-// split never depends on the thread count. A k block of 1024: one B micro-panel
-// (<= 32 columns x 1024 bytes = 32 KiB) is reused by every row panel of the
-// block from L1/L2 (128 B of B per 16 vpdpbusd is far below L2's bandwidth),
-// and a product with K <= 1024 finishes each tile in one pass. Against 512,
-// that is 1-3% faster at K = 1024 and 4096 (docs/gemm.md).
-constexpr int64_t kKcGroups = 1024 / gemm::kGroup;
+// split never depends on the thread count. A k block of 4096: one B micro-panel
+// (<= 32 columns x 4096 bytes = 128 KiB) is reused by every row panel of the
+// block from L2 (128 B of B per 16 vpdpbusd is far below L2's bandwidth), and a
+// product with K <= 4096 finishes each tile in one pass, in registers
+// (FinishesInTile). Against 1024 that is 2-4% faster at K = 1536 and 4096 and
+// the same at K <= 1024; 512 was 1-3% slower than 1024 (docs/gemm.md).
+constexpr int64_t kKcGroups = 4096 / gemm::kGroup;
 constexpr int64_t kMcRows = 128;
 constexpr int64_t kNcCols = 256;
 constexpr int64_t kCacheLine = 64;
-constexpr int64_t kMinPrefetchPanels = 4;
 
 // Per-calling-thread buffers reused across products (workers only write into
 // the caller's buffers, at disjoint offsets).
@@ -273,32 +273,10 @@ void Gemm(int64_t M, const Int8Operand& A, const int32_t* a_zero, bool a_zero_pe
       for (int64_t g0 = 0; g0 < kg; g0 += kc) {
         const int64_t groups = std::min(kc, kg - g0);
         const bool first = g0 == 0, last = g0 + groups == kg;
-        const int64_t panel_bytes = groups * s.nr * gemm::kGroup;
         for (int64_t np = np0; np < np1; ++np) {
           const int64_t n0 = np * s.nr, cols = std::min<int64_t>(s.nr, N - n0);
-          // The next B micro-panel (the next column panel, else the first one of
-          // the next k block) is fetched into L2 a slice per row panel, so it is
-          // near when its first tile starts instead of streaming in from L3. With
-          // few row panels the slices are bursts that slow the stream (GEMV).
-          const int8_t* next_b = nullptr;
-          int64_t next_bytes = 0;
-          const bool prefetch = mp1 - mp0 >= kMinPrefetchPanels;
-          if (prefetch && np + 1 < np1) {
-            next_b = packed_b + ((np + 1) * kg + g0) * s.nr * gemm::kGroup;
-            next_bytes = panel_bytes;
-          } else if (prefetch && !last) {
-            next_b = packed_b + (np0 * kg + g0 + kc) * s.nr * gemm::kGroup;
-            next_bytes = std::min(kc, kg - g0 - kc) * s.nr * gemm::kGroup;
-          }
-          const int64_t slice =
-              (next_bytes / (mp1 - mp0) + kCacheLine - 1) / kCacheLine * kCacheLine;
           for (int64_t mp = mp0; mp < mp1; ++mp) {
             const int64_t m0 = mp * s.mr;
-            if (next_b != nullptr) {
-              const int64_t begin = (mp - mp0) * slice, end = std::min(begin + slice, next_bytes);
-              for (int64_t off = begin; off < end; off += kCacheLine)
-                __builtin_prefetch(next_b + off, 0, 2);
-            }
             const int rows = static_cast<int>(std::min<int64_t>(s.mr, M - m0));
             TileArgs args;
             if (a_in_place) {

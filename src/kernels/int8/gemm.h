@@ -83,7 +83,7 @@ void GemmS32Blocks(int64_t M, const Int8Operand& A, const int32_t* a_zero, bool 
 
 // The product requantized (requantize.h; per-column parameters along B's
 // columns) into 8-bit `out` (M x N, leading dimension ld_out): the bytes of
-// RequantizeS32 over GemmS32's C. On AVX-512 VNNI a product with K <= 1024
+// RequantizeS32 over GemmS32's C. On AVX-512 VNNI a product with K <= 4096
 // (one k block) requantizes in the tile's registers; others take GemmS32Blocks.
 // Throws octet::Error as GemmS32 and RequantizeS32 do.
 void GemmS32Requantized(int64_t M, const Int8Operand& A, const int32_t* a_zero, bool a_zero_per_row,
