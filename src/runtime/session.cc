@@ -22,6 +22,9 @@ struct CompiledNode {
   const Node *node;
   std::unique_ptr<OpKernel> kernel;
   std::vector<DType> output_types;
+  // Per input: its initializer, else null (a run's value, or an omitted input),
+  // so a run does not look each input up in the graph.
+  std::vector<const Tensor *> constants;
 };
 
 TensorInfo MakeInfo(const Value &v) {
@@ -117,7 +120,7 @@ void InferenceSession::Impl::Prepare(int threads) {
       value_types[out] = out_types[i];
     }
     KernelInit init{node, in_types, constants, pool.get()};
-    compiled.push_back(CompiledNode{&node, def.create(init), out_types});
+    compiled.push_back(CompiledNode{&node, def.create(init), out_types, constants});
   }
 
   for (int v : g.inputs) input_infos.push_back(MakeInfo(g.values[v]));
@@ -206,8 +209,11 @@ std::vector<Tensor> InferenceSession::Impl::Run(
   };
   for (size_t n = 0; n < compiled.size(); ++n) {
     const CompiledNode &c = compiled[n];
-    std::vector<const Tensor *> inputs;
-    for (int in : c.node->inputs) inputs.push_back(lookup(in));
+    std::vector<const Tensor *> inputs(c.constants);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const int in = c.node->inputs[i];
+      if (inputs[i] == nullptr && in >= 0) inputs[i] = &slots[in];
+    }
     KernelContext ctx(*c.node, std::move(inputs), pool.get());
     const auto start =
         profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
