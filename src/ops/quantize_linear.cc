@@ -332,7 +332,7 @@ class QuantizeLinearKernel : public OpKernel {
     const std::vector<float> widened =
         x.dtype() == DType::kFloat32 ? std::vector<float>{} : WidenToFloat(x);
     const float* xs = x.dtype() == DType::kFloat32 ? x.data<float>() : widened.data();
-    Tensor& y = ctx.AllocateOutput(0, output_type_, x.shape());
+    Tensor& y = ctx.AllocateUninitializedOutput(0, output_type_, x.shape());
 
     if (IsFloat8(output_type_)) {
       if (zero_point != nullptr) CheckFloat8ZeroPointIsZero(node, *zero_point, "y_zero_point");
@@ -418,7 +418,7 @@ class DequantizeLinearKernel : public OpKernel {
     const ScaleLayout layout =
         ResolveScaleLayout(node, version_, x.shape(), scale, zero_point, "x_scale", "x_zero_point");
     const std::vector<float> scales = ReadScales(node, scale, "x_scale");
-    Tensor& y = ctx.AllocateOutput(0, output_type_, x.shape());
+    Tensor& y = ctx.AllocateUninitializedOutput(0, output_type_, x.shape());
 
     // value(e) is x[e] - zero point as float; the product with the scale is
     // taken in float32 and then narrowed to the output type.
@@ -525,7 +525,7 @@ class DynamicQuantizeLinearKernel : public OpKernel {
  public:
   void Run(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
-    uint8_t* y = ctx.AllocateOutput(0, DType::kUInt8, x.shape()).data<uint8_t>();
+    uint8_t* y = ctx.AllocateUninitializedOutput(0, DType::kUInt8, x.shape()).data<uint8_t>();
     const DynamicQuantization q = DynamicQuantizeToUint8(x.data<float>(), x.numel(), y, ctx.pool());
     if (ctx.num_outputs() > 1)
       ctx.AllocateOutput(1, DType::kFloat32, {}).data<float>()[0] = q.scale;

@@ -217,10 +217,15 @@ void Gemm(int64_t M, const Int8Operand& A, const int32_t* a_zero, bool a_zero_pe
           static_cast<int32_t>(neg_za_tensor * static_cast<uint32_t>(sc.col_term[n]));
   }
 
+  // The row sums only meet B's zero point: with zB' = 0 for every column (uint8
+  // A against symmetric int8 weights) an A read in place needs no pass for them.
+  const bool row_sums_needed = !(b_zero_uniform && col_zb[0] == 0);
   // Pack A (parallel over row panels) with its row sums and the row terms.
   ParallelFor(pool, m_panels, [&](int64_t p0, int64_t p1) {
     const int64_t r0 = p0 * s.mr, r1 = std::min(p1 * s.mr, M);
-    if (a_in_place) {
+    if (a_in_place && !row_sums_needed) {
+      std::fill(sc.row_neg_sum.data() + r0, sc.row_neg_sum.data() + r1, 0);
+    } else if (a_in_place) {
       RowSumsInPlaceA(A, r0, r1, K, sc.row_neg_sum.data());
     } else {
       gemm::PackA(A, r0, r1, K, s, sc.packed_a.data(), sc.row_neg_sum.data());
