@@ -85,9 +85,10 @@ struct QBinaryKernels {
           c_zero(V::SetI(p.c_zero)),
           c_min(V::SetI(p.c_min)),
           c_max(V::SetI(p.c_max)),
-          c_offset(V::SetI(p.c_offset)) {}
+          c_offset(V::SetI(p.c_offset)),
+          c_zero_stored(V::SetI(p.c_zero - p.c_offset)) {}
     F ratio_a, ratio_b, fixed, ratio, a_scale, b_scale, c_scale, c_zero_float, lo, hi;
-    I a_zero, b_zero, c_zero, c_min, c_max, c_offset;
+    I a_zero, b_zero, c_zero, c_min, c_max, c_offset, c_zero_stored;
   };
 
   // The stored values (clamped, less c_offset) of one vector of elements.
@@ -112,12 +113,14 @@ struct QBinaryKernels {
   static F Dequantize(I v, I zero, F scale) { return V::Mul(V::ToFloat(V::SubI(v, zero)), scale); }
 
   // The float steps on dequantized operands x and y: QuantizeLinear of x (op) y.
+  // The float clamp to [c_min - c_zero, c_max - c_zero] already keeps the rounded
+  // value + c_zero within [c_min, c_max], so only c_offset is taken off (stored).
   template <Kind kKind>
   static I FloatResult(const Constants& k, F x, F y) {
     F v = V::Div(kKind == Kind::kFloatAdd ? V::Add(x, y) : V::Mul(x, y), k.c_scale);
     v = V::Max(v, k.lo);  // NaN -> lo
     v = V::Min(v, k.hi);
-    return Saturate(k, V::AddI(V::RoundToInt(v), k.c_zero));
+    return V::AddI(V::RoundToInt(v), k.c_zero_stored);
   }
 
   // Saturates a value to [c_min, c_max] and takes off c_offset.
@@ -152,15 +155,16 @@ struct QBinaryKernels {
   static void RunFloatB(const QBinaryProgram& p, const uint8_t* a, int64_t a_step, const float* b,
                         int64_t b_step, uint8_t* c, int64_t n) {
     const Constants k(p);
-    const OperandReader read_a(p.a_signed, p.a_offset);
-    const I a_splat = V::SetI(ReadOne(a[0], p.a_signed, p.a_offset));
+    // A's values less its zero point straight from the reader (one add, not two).
+    const OperandReader read_a(p.a_signed, p.a_offset - p.a_zero);
+    const I a_splat = V::SetI(ReadOne(a[0], p.a_signed, p.a_offset - p.a_zero));
     const F b_splat = V::Set(b[0]);
     const auto step = [&](int64_t i, int count) {
       const I va = a_step != 0 ? read_a(a + i, count) : a_splat;
       const F vb = b_step == 0  ? b_splat
                    : count == W ? V::Load(b + i)
                                 : V::LoadPartial(b + i, count, 0.f);
-      const I q = FloatResult<kKind>(k, Dequantize(va, k.a_zero, k.a_scale), vb);
+      const I q = FloatResult<kKind>(k, V::Mul(V::ToFloat(va), k.a_scale), vb);
       if (count == W)
         V::StoreLow(c + i, q);
       else
