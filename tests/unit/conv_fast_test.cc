@@ -253,6 +253,11 @@ TEST(Int8Conv, LargerShapesCrossTheBlocking) {
       {2, 21, 44, 1, 17, 21, 3, 3, 1, 1},
       {1, 13, 50, 1, 23, 19, 3, 3, 2, 1},
       {1, 6, 3, 1, 9, 11, 5, 5, 1, 4},
+      // Indirect path, rows wide enough for several bands (kBandBytes in
+      // conv.cc): 5 padded rows of 203 x 96 bytes, 2 output rows of 101
+      // pixels (25 micro-tiles) a band, so bands start mid-row, and the first
+      // and last reach into the padding.
+      {1, 96, 16, 1, 11, 201, 3, 3, 2, 1},
   };
   for (const Shape& s : shapes) {
     // 0: u8 x, s8 w, random zero points; 1: s8 x, u8 w, per-channel zero points

@@ -64,10 +64,10 @@ int SplitThreads(const ConvGeometry& g, int64_t k, const ThreadPool* pool) {
   return pool->num_threads();
 }
 
-// NHWC indirect path: micro-tiles per work item (at most) and pixels per
-// transpose chunk of x (at most).
-constexpr int64_t kIndirectBlockTiles = 8;
-constexpr int64_t kNhwcChunkPixels = 1024;
+// NHWC indirect path: a work item is a band of whole micro-tiles whose
+// padded NHWC input rows take at most about kBandBytes, so the band built
+// right before its tiles is still in L2 when they read it.
+constexpr int64_t kBandBytes = 96 * 1024;
 
 // Per-thread buffers reused across runs.
 struct Scratch {
@@ -76,6 +76,7 @@ struct Scratch {
   std::vector<int32_t> col_sum, col_term, col_zb, acc;
   std::vector<int32_t> plane;   // depthwise input channel
   std::vector<uint8_t> phases;  // the group's phase planes (conv_pack.h)
+  std::vector<uint8_t> band;    // the indirect path's padded NHWC input rows
 };
 Scratch& ThreadScratch() {
   thread_local Scratch scratch;
@@ -83,10 +84,9 @@ Scratch& ThreadScratch() {
 }
 
 // The calling thread's per-run buffers of the indirect path, shared by the
-// pool's threads during the run: the padded NHWC image of x, the runs' offsets
-// and the per-channel constants.
+// pool's threads during the run: the runs' offsets and the per-channel
+// constants.
 struct IndirectRunScratch {
-  std::vector<uint8_t> nhwc;
   std::vector<int64_t> run_offsets;
   std::vector<int32_t> bias;
   std::vector<float> multipliers;
@@ -114,6 +114,42 @@ TileRequant TileRequantFor(const ConvRequantize& rq) {
           static_cast<float>(y_hi - params.zero_point), params.zero_point,
           params.output_type == DType::kInt8};
 }
+
+#if defined(__x86_64__) || defined(_M_X64)
+// One indirect-path band: batch item n's output pixels [p0, p1) and the
+// padded rows [row0, row1) of its NHWC image their taps reach.
+struct NhwcBand {
+  int64_t n = 0, p0 = 0, p1 = 0, row0 = 0, row1 = 0;
+};
+
+// The band's padded rows of x_item (batch item n's NCHW x) as NHWC rows of
+// padded_w x cp bytes (conv_indirect.h): pad_top rows and pad_left columns of
+// zb before x, zb after it.
+void BuildNhwcBand(const ConvGeometry& g, const uint8_t* x_item, const NhwcBand& band,
+                   int64_t padded_w, int64_t cp, uint8_t flip, uint8_t zb, uint8_t* image) {
+  const int64_t row_bytes = padded_w * cp, right_pad = padded_w - g.pad_left - g.in_w;
+  const int64_t in_pixels = g.in_h * g.in_w;
+  // Padded rows [x_row0, x_row1) hold x's rows x_row0 - pad_top onward.
+  const int64_t x_row0 = std::clamp(g.pad_top, band.row0, band.row1);
+  const int64_t x_row1 = std::clamp(g.pad_top + g.in_h, x_row0, band.row1);
+  std::fill_n(image, (x_row0 - band.row0) * row_bytes, zb);
+  std::fill(image + (x_row1 - band.row0) * row_bytes, image + (band.row1 - band.row0) * row_bytes,
+            zb);
+  const uint8_t* const x_first = x_item + (x_row0 - g.pad_top) * g.in_w;
+  uint8_t* const first = image + (x_row0 - band.row0) * row_bytes + g.pad_left * cp;
+  if (g.pad_left == 0 && right_pad == 0) {  // x's rows are one run
+    conv::ToNhwcAvx512Vnni(x_first, g.in_channels, in_pixels, (x_row1 - x_row0) * g.in_w, flip, cp,
+                           first);
+    return;
+  }
+  for (int64_t r = 0; r < x_row1 - x_row0; ++r) {
+    uint8_t* const row = first + r * row_bytes;
+    std::fill_n(row - g.pad_left * cp, g.pad_left * cp, zb);
+    std::fill_n(row + g.in_w * cp, right_pad * cp, zb);
+    conv::ToNhwcAvx512Vnni(x_first + r * g.in_w, g.in_channels, in_pixels, g.in_w, flip, cp, row);
+  }
+}
+#endif
 
 }  // namespace
 
@@ -447,51 +483,18 @@ void Int8Conv::RunIndirect(const ConvGeometry& g, const Int8ConvOperand& x, cons
   const conv::IndirectWeights& iw = indirect_w_;
   const int64_t cp = iw.cp, width = iw.panel_width;
   const int64_t in_pixels = g.in_h * g.in_w, pixels = g.out_h * g.out_w;
-  // The padded image: pad_top rows and pad_left columns of zb before x, and
-  // after it as many as the last output pixel's taps reach.
-  const int64_t padded_h = std::max(
-      g.pad_top + g.in_h, (g.out_h - 1) * g.stride_h + (g.kernel_h - 1) * g.dilation_h + 1);
+  // The padded image: pad_left columns of zb before each row of x and after
+  // it as many as the last output pixel's taps reach; each band holds the
+  // padded rows its pixels' taps reach (NhwcBand).
+  const int64_t tap_rows = (g.kernel_h - 1) * g.dilation_h + 1;
   const int64_t padded_w = std::max(
       g.pad_left + g.in_w, (g.out_w - 1) * g.stride_w + (g.kernel_w - 1) * g.dilation_w + 1);
-  const int64_t row_bytes = padded_w * cp, image_bytes = padded_h * row_bytes;
+  const int64_t row_bytes = padded_w * cp;
   // The uint8 domain: int8 x stored as x + 128; zb is the zero point in it.
   const uint8_t flip = x.is_signed ? 0x80 : 0;
   const uint8_t zb = static_cast<uint8_t>((x.zero ? x.zero[0] : 0) + (x.is_signed ? 128 : 0));
-  IndirectRunScratch& run = ThreadIndirectRunScratch();
-  run.nhwc.resize(g.batch * image_bytes);
   const auto* x_bytes = static_cast<const uint8_t*>(x.data);
-  const int64_t right_pad = padded_w - g.pad_left - g.in_w;
-  const bool contiguous = g.pad_left == 0 && right_pad == 0;  // x's rows are one run
-  const int threads = SplitThreads(g, k_, pool);
-  const int64_t chunk_rows = std::max<int64_t>(1, kNhwcChunkPixels / std::max<int64_t>(1, g.in_w));
-  const int64_t chunks = in_pixels > 0 ? BalancedBlocks(g.in_h, chunk_rows, threads) : 0;
-  if (in_pixels == 0) std::fill(run.nhwc.begin(), run.nhwc.end(), zb);  // all padding
-  ParallelFor(pool, g.batch * chunks, [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t) {
-      const int64_t n = t / chunks, chunk = t % chunks;
-      const int64_t y0 = BlockBegin(chunk, g.in_h, chunks),
-                    y1 = BlockBegin(chunk + 1, g.in_h, chunks);
-      uint8_t* const image = run.nhwc.data() + n * image_bytes;
-      const uint8_t* const x_item = x_bytes + n * g.in_channels * in_pixels;
-      if (y0 == 0) std::fill_n(image, g.pad_top * row_bytes, zb);
-      if (y1 == g.in_h) {
-        std::fill(image + (g.pad_top + g.in_h) * row_bytes, image + image_bytes, zb);
-      }
-      uint8_t* const first = image + (g.pad_top + y0) * row_bytes + g.pad_left * cp;
-      if (contiguous) {
-        conv::ToNhwcAvx512Vnni(x_item + y0 * g.in_w, g.in_channels, in_pixels, (y1 - y0) * g.in_w,
-                               flip, cp, first);
-        continue;
-      }
-      for (int64_t iy = y0; iy < y1; ++iy) {
-        uint8_t* const row = first + (iy - y0) * row_bytes;
-        std::fill_n(row - g.pad_left * cp, g.pad_left * cp, zb);
-        std::fill_n(row + g.in_w * cp, right_pad * cp, zb);
-        conv::ToNhwcAvx512Vnni(x_item + iy * g.in_w, g.in_channels, in_pixels, g.in_w, flip, cp,
-                               row);
-      }
-    }
-  });
+  IndirectRunScratch& run = ThreadIndirectRunScratch();
 
   // The runs of contiguous input bytes of one output pixel: one per kernel
   // row (its kernel_w taps are adjacent) when dilation_w is 1, else one per tap.
@@ -525,35 +528,56 @@ void Int8Conv::RunIndirect(const ConvGeometry& g, const Int8ConvOperand& x, cons
     proto.signed_output = requant.signed_output;
   }
 
-  // Work items: (batch item, block of whole micro-tiles, range of panels); the
-  // panels are split only when there are fewer blocks than threads.
+  // Work items: (batch item, band of whole micro-tiles, range of panels); the
+  // panels are split only when there are fewer bands than threads (the parts
+  // of one band on one thread build it once).
+  const int threads = SplitThreads(g, k_, pool);
   const int64_t tiles = CeilDiv(pixels, conv::kIndirectPixels);
-  const int64_t blocks = BalancedBlocks(tiles, kIndirectBlockTiles, threads);
-  const int64_t outer_items = g.batch * blocks;
+  const int64_t band_out_rows = std::max<int64_t>(
+      1, (kBandBytes / std::max<int64_t>(1, row_bytes) - tap_rows) / g.stride_h + 1);
+  const int64_t bands = BalancedBlocks(
+      tiles, std::max<int64_t>(1, band_out_rows * g.out_w / conv::kIndirectPixels), threads);
+  const int64_t outer_items = g.batch * bands;
   int64_t panel_parts = 1;
   if (outer_items < threads) panel_parts = std::min(iw.panels, CeilDiv(threads, outer_items));
   const int64_t panels_per_part = CeilDiv(iw.panels, panel_parts);
   const size_t elem_size = out.rq != nullptr ? 1 : sizeof(int32_t);
   auto* const y_bytes = out.rq != nullptr ? out.q : reinterpret_cast<uint8_t*>(out.s32);
+  // Band `item`'s pixels and padded rows.
+  auto band_of = [&](int64_t item) {
+    NhwcBand band;
+    const int64_t b = item % bands;
+    band.n = item / bands;
+    band.p0 = BlockBegin(b, tiles, bands) * conv::kIndirectPixels;
+    band.p1 = std::min(pixels, BlockBegin(b + 1, tiles, bands) * conv::kIndirectPixels);
+    band.row0 = band.p0 / g.out_w * g.stride_h;
+    band.row1 = (band.p1 - 1) / g.out_w * g.stride_h + tap_rows;
+    return band;
+  };
   ParallelFor(pool, outer_items * panel_parts, [&](int64_t t0, int64_t t1) {
+    std::vector<uint8_t>& band_image = ThreadScratch().band;
     const uint8_t* tile_pixels[conv::kIndirectPixels];
     conv::IndirectTile tile = proto;
     tile.pixels = tile_pixels;
+    int64_t built_item = -1;
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t part = t % panel_parts, item = t / panel_parts;
-      const int64_t n = item / blocks, b = item % blocks;
+      const NhwcBand band = band_of(item);
       const int64_t q0 = part * panels_per_part, q1 = std::min(iw.panels, q0 + panels_per_part);
-      const uint8_t* const image = run.nhwc.data() + n * image_bytes;
-      const int64_t block_begin = BlockBegin(b, tiles, blocks) * conv::kIndirectPixels;
-      const int64_t block_end =
-          std::min(pixels, BlockBegin(b + 1, tiles, blocks) * conv::kIndirectPixels);
-      int64_t oy = block_begin / g.out_w, ox = block_begin % g.out_w;
-      for (int64_t p = block_begin; p < block_end; p += conv::kIndirectPixels) {
+      if (item != built_item) {
+        band_image.resize((band.row1 - band.row0) * row_bytes);
+        BuildNhwcBand(g, x_bytes + band.n * g.in_channels * in_pixels, band, padded_w, cp, flip, zb,
+                      band_image.data());
+        built_item = item;
+      }
+      int64_t oy = band.p0 / g.out_w, ox = band.p0 % g.out_w;
+      for (int64_t p = band.p0; p < band.p1; p += conv::kIndirectPixels) {
         // The pixels' base positions (pixels past the end repeat the last
         // one; their results are not stored).
         tile.count = std::min(conv::kIndirectPixels, pixels - p);
         for (int64_t r = 0; r < conv::kIndirectPixels; ++r) {
-          tile_pixels[r] = image + (oy * g.stride_h * padded_w + ox * g.stride_w) * cp;
+          tile_pixels[r] =
+              band_image.data() + ((oy * g.stride_h - band.row0) * padded_w + ox * g.stride_w) * cp;
           if (r + 1 < tile.count && ++ox == g.out_w) ox = 0, ++oy;
         }
         if (tile.count == conv::kIndirectPixels && ++ox == g.out_w) ox = 0, ++oy;
@@ -562,7 +586,7 @@ void Int8Conv::RunIndirect(const ConvGeometry& g, const Int8ConvOperand& x, cons
           tile.w = iw.packed.data() + q * g.kernel_h * g.kernel_w * cp * width;
           tile.bias = run.bias.data() + o;
           tile.multipliers = out.rq != nullptr ? run.multipliers.data() + o : nullptr;
-          tile.y = y_bytes + ((n * g.out_channels + o) * pixels + p) * elem_size;
+          tile.y = y_bytes + ((band.n * g.out_channels + o) * pixels + p) * elem_size;
           tile.channels = std::min(width, g.out_channels - o);
           conv::IndirectTileAvx512Vnni(width, tile);
         }

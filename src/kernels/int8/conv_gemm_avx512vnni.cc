@@ -14,11 +14,14 @@
 #include <cstring>
 
 #include "kernels/int8/conv_pack.h"
-#include "kernels/int8/conv_requant_avx512.h"
+#include "kernels/int8/requantize_avx512_inline.h"
 
 namespace octet::conv {
 
 namespace {
+
+using requant::RequantizeVector;
+using requant::RequantVectors;
 
 constexpr int kCols = 32;  // gemm::TileShapeFor(Isa::kAvx512Vnni).nr
 
@@ -94,7 +97,7 @@ void Tile(const RequantTile& t) {
       __m512i sum = acc[0][r][v];
 #pragma GCC unroll 8
       for (int u = 1; u < U; ++u) sum = _mm512_add_epi32(sum, acc[u][r][v]);
-      const __m512i q = RequantizeVector(sum, bias, multiplier, requant);
+      const __m512i q = RequantizeVector(_mm512_add_epi32(sum, bias), multiplier, requant);
       // q is in the output type's range: the saturating narrowing is exact.
       const __m128i bytes = is_signed ? _mm512_cvtsepi32_epi8(q) : _mm512_cvtusepi32_epi8(q);
       _mm_mask_storeu_epi8(y0 + r * ld + v * 16, masks[v], bytes);

@@ -1,11 +1,12 @@
 // The NHWC indirect convolution (AVX-512 VNNI): Int8Conv's path for dense
 // convolutions (group 1) with int8 weights whose zero points are all 0.
 //
-// Per run, x is transposed to a padded NHWC uint8 image: rows of `cp` bytes
-// per pixel (channels padded to a multiple of 4; int8 x stored as x + 128, its
-// zero point zb likewise), surrounded by the convolution's padding filled with
-// zb, so every tap of every output pixel is a fixed offset from the pixel's
-// base position and padding needs no test. The weights are packed once as the
+// x is transposed to a padded NHWC uint8 image, a band of rows at a time (the
+// rows one band of output pixels reads, right before its micro-tiles): rows of
+// `cp` bytes per pixel (channels padded to a multiple of 4; int8 x stored as
+// x + 128, its zero point zb likewise), surrounded by the convolution's
+// padding filled with zb, so every tap of every output pixel is a fixed offset
+// from the pixel's base position and padding needs no test. The weights are packed once as the
 // vpdpbusd vector operand: panels of 8-48 output channels (16 per zmm, a last
 // 8 in a ymm), k
 // ordered (ky, kx, channel group of 4). A micro-tile is kIndirectPixels output
@@ -51,8 +52,8 @@ struct IndirectTile {
   int64_t runs = 0;
   int64_t run_groups = 0;
   const uint8_t* w = nullptr;  // the panel's packed weights
-  // From channel o, panel_width rounded up to 16 entries: added (int32,
-  // wrapping) to the sums; the requantization multipliers (null: int32 output).
+  // From channel o, panel_width rounded up to 16 entries: the sums' starting
+  // values (int32, wrapping); the requantization multipliers (null: int32 output).
   const int32_t* bias = nullptr;
   const float* multipliers = nullptr;
   // Requantization: y = round(clamp(float(sum) * multiplier, lo, hi)) + zero_point.

@@ -2,7 +2,7 @@
 // micro-tile (8 pixels x 8-48 channels in zmm / ymm accumulators, one vpdpbusd
 // per pixel, vector and channel group), its requantizing epilogue and the NCHW ->
 // NHWC transpose of x. The requantization is requantize.h's, op for op
-// (conv_requant_avx512.h).
+// (requantize_avx512_inline.h).
 // GCC 12.2 warns falsely about the _mm512_undefined_* pass-through operand of
 // some intrinsics (GCC bug 105593, fixed in 12.3).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -14,23 +14,17 @@
 #include <cstring>
 
 #include "kernels/int8/conv_indirect.h"
-#include "kernels/int8/conv_requant_avx512.h"
+#include "kernels/int8/requantize_avx512_inline.h"
 
 namespace octet::conv {
 
 namespace {
 
-constexpr int kPixels = static_cast<int>(kIndirectPixels);
+using requant::NarrowToBytes;
+using requant::RequantizeVector;
+using requant::RequantVectors;
 
-// 4 zmm of 16 requantized int32 values (in the output type's range) as 64
-// bytes in order a, b, c, d (the saturating packs are exact in range; the
-// dword permute undoes their per-lane interleave).
-__m512i NarrowToBytes(__m512i a, __m512i b, __m512i c, __m512i d, bool is_signed) {
-  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-  const __m512i ab = _mm512_packs_epi32(a, b), cd = _mm512_packs_epi32(c, d);
-  const __m512i bytes = is_signed ? _mm512_packs_epi16(ab, cd) : _mm512_packus_epi16(ab, cd);
-  return _mm512_permutexvar_epi32(order, bytes);
-}
+constexpr int kPixels = static_cast<int>(kIndirectPixels);
 
 // Requantized bytes of 8 pixels x 16 channels (q[r]: pixel r) transposed to
 // 8 bytes per channel and stored to y + c * ld for channels c < channels,
@@ -53,11 +47,12 @@ __m512i NarrowToBytes(__m512i a, __m512i b, __m512i c, __m512i d, bool is_signed
                               _mm512_extracti32x4_epi32(i, 2), _mm512_extracti32x4_epi32(j, 2),
                               _mm512_extracti32x4_epi32(i, 1), _mm512_extracti32x4_epi32(j, 1),
                               _mm512_extracti32x4_epi32(i, 3), _mm512_extracti32x4_epi32(j, 3)};
-    for (int k = 0; k < 8 && 2 * k < channels; ++k) {  // lanes[k] holds channels 2k and 2k + 1
+    // lanes[k] holds channels 2k and 2k + 1 (all 16 with no test when channels is 16)
+    const int lanes_stored = channels == 16 ? 8 : static_cast<int>((channels + 1) / 2);
+    for (int k = 0; k < lanes_stored; ++k) {
       _mm_storel_epi64(reinterpret_cast<__m128i*>(y + 2 * k * ld), lanes[k]);
-      if (2 * k + 1 < channels)
-        _mm_storel_epi64(reinterpret_cast<__m128i*>(y + (2 * k + 1) * ld),
-                         _mm_unpackhi_epi64(lanes[k], lanes[k]));
+      if (channels == 16 || 2 * k + 1 < channels)
+        _mm_storeh_pi(reinterpret_cast<__m64*>(y + (2 * k + 1) * ld), _mm_castsi128_ps(lanes[k]));
     }
     return;
   }
@@ -75,12 +70,17 @@ __m512i NarrowToBytes(__m512i a, __m512i b, __m512i c, __m512i d, bool is_signed
 template <int kVectors, int kHalf>
 void Tile(const IndirectTile& t) {
   constexpr int kWidth = 16 * kVectors + 8 * kHalf;
+  // The sums start at the channels' biases.
   __m512i acc[kPixels][kVectors + 1];  // the last one unused without kHalf
   __m256i acc_half[kPixels];
-  for (int r = 0; r < kPixels; ++r) {
-    for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm512_setzero_si512();
-    acc_half[r] = _mm256_setzero_si256();
+  for (int v = 0; v < kVectors; ++v) {
+    const __m512i bias = _mm512_loadu_si512(t.bias + v * 16);
+    for (int r = 0; r < kPixels; ++r) acc[r][v] = bias;
   }
+  const __m256i bias_half =
+      kHalf ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.bias + kVectors * 16))
+            : _mm256_setzero_si256();
+  for (int r = 0; r < kPixels; ++r) acc_half[r] = bias_half;
   const uint8_t* w = t.w;
   const int64_t run_bytes = 4 * t.run_groups;
   for (int64_t run = 0; run < t.runs; ++run) {
@@ -105,27 +105,193 @@ void Tile(const IndirectTile& t) {
   if (kHalf) {
     for (int r = 0; r < kPixels; ++r) acc[r][kVectors] = _mm512_zextsi256_si512(acc_half[r]);
   }
-  for (int v = 0; v < kVectors + kHalf; ++v) {
-    const int64_t channels = t.channels - v * 16;
-    if (channels <= 0) break;
-    const __m512i bias = _mm512_loadu_si512(t.bias + v * 16);
-    if (t.multipliers == nullptr) {  // int32 output
+  // The epilogue loops are unrolled: acc is indexed by constants.
+  if (t.multipliers == nullptr) {  // int32 output
+#pragma GCC unroll 4
+    for (int v = 0; v < kVectors + kHalf; ++v) {
+      const int64_t channels = std::min<int64_t>(t.channels - v * 16, 16);
       alignas(64) int32_t sums[kPixels][16];
-      for (int r = 0; r < kPixels; ++r) {
-        _mm512_store_si512(sums[r], _mm512_add_epi32(acc[r][v], bias));
-      }
+      for (int r = 0; r < kPixels; ++r) _mm512_store_si512(sums[r], acc[r][v]);
       auto* y = static_cast<int32_t*>(t.y) + v * 16 * t.ld;
-      for (int64_t ch = 0; ch < std::min<int64_t>(channels, 16); ++ch)
+      for (int64_t ch = 0; ch < channels; ++ch)
         for (int64_t r = 0; r < t.count; ++r) y[ch * t.ld + r] = sums[r][ch];
-      continue;
     }
+    return;
+  }
+  const RequantVectors requant{_mm512_set1_ps(t.lo), _mm512_set1_ps(t.hi),
+                               _mm512_set1_epi32(t.zero_point)};
+#pragma GCC unroll 4
+  for (int v = 0; v < kVectors + kHalf; ++v) {
+    const int64_t channels = std::min<int64_t>(t.channels - v * 16, 16);
+    if (channels <= 0) break;
     const __m512 multiplier = _mm512_loadu_ps(t.multipliers + v * 16);
-    const RequantVectors requant{_mm512_set1_ps(t.lo), _mm512_set1_ps(t.hi),
-                                 _mm512_set1_epi32(t.zero_point)};
     __m512i q[kPixels];
-    for (int r = 0; r < kPixels; ++r) q[r] = RequantizeVector(acc[r][v], bias, multiplier, requant);
-    StoreBytes(q, t.signed_output, static_cast<uint8_t*>(t.y) + v * 16 * t.ld, t.ld,
-               std::min<int64_t>(channels, 16), t.count);
+#pragma GCC unroll 8
+    for (int r = 0; r < kPixels; ++r) q[r] = RequantizeVector(acc[r][v], multiplier, requant);
+    StoreBytes(q, t.signed_output, static_cast<uint8_t*>(t.y) + v * 16 * t.ld, t.ld, channels,
+               t.count);
+  }
+}
+
+// Stores the 16 pixels of a 16 x group_count dword matrix (m[j]: group
+// g0 + j, 128-bit lane l and dword k holding pixel pixel0 + lane_pixels * l
+// + k; m[j] for j >= group_count are 0) as group_count dwords per pixel at
+// nhwc + pixel * cp; only pixels before `end` are stored.
+[[gnu::always_inline]] inline void StoreGroupColumns(const __m512i* m, int64_t group_count,
+                                                     int64_t pixel0, int64_t lane_pixels,
+                                                     int64_t end, int64_t cp, uint8_t* nhwc) {
+  auto at = [&](int l, int k) { return nhwc + (pixel0 + lane_pixels * l + k) * cp; };
+  auto stored = [&](int l, int k) { return pixel0 + lane_pixels * l + k < end; };
+  if (group_count <= 4) {  // a 4 x 16 transpose: each 128-bit lane one pixel's groups
+    const __m512i t0 = _mm512_unpacklo_epi32(m[0], m[1]), t1 = _mm512_unpackhi_epi32(m[0], m[1]);
+    const __m512i t2 = _mm512_unpacklo_epi32(m[2], m[3]), t3 = _mm512_unpackhi_epi32(m[2], m[3]);
+    const __m512i u[4] = {_mm512_unpacklo_epi64(t0, t2), _mm512_unpackhi_epi64(t0, t2),
+                          _mm512_unpacklo_epi64(t1, t3), _mm512_unpackhi_epi64(t1, t3)};
+    const __mmask8 group_mask = static_cast<__mmask8>((1u << group_count) - 1);
+    for (int k = 0; k < 4; ++k) {
+      const __m128i lanes[4] = {_mm512_castsi512_si128(u[k]), _mm512_extracti32x4_epi32(u[k], 1),
+                                _mm512_extracti32x4_epi32(u[k], 2),
+                                _mm512_extracti32x4_epi32(u[k], 3)};
+      for (int l = 0; l < 4; ++l) {
+        if (stored(l, k)) _mm_mask_storeu_epi32(at(l, k), group_mask, lanes[l]);
+      }
+    }
+    return;
+  }
+  if (group_count <= 8) {  // an 8 x 16 transpose: a pixel's groups in two 128-bit lanes
+    __m512i t[8], u[8];
+    for (int k = 0; k < 8; k += 2) {
+      t[k] = _mm512_unpacklo_epi32(m[k], m[k + 1]);
+      t[k + 1] = _mm512_unpackhi_epi32(m[k], m[k + 1]);
+    }
+    for (int k = 0; k < 8; k += 4) {
+      u[k] = _mm512_unpacklo_epi64(t[k], t[k + 2]);
+      u[k + 1] = _mm512_unpackhi_epi64(t[k], t[k + 2]);
+      u[k + 2] = _mm512_unpacklo_epi64(t[k + 1], t[k + 3]);
+      u[k + 3] = _mm512_unpackhi_epi64(t[k + 1], t[k + 3]);
+    }
+    // u[4q + k], lane l: groups 4q..4q+3 of lane l's pixel k; lo / hi: lanes 0, 2 / 1, 3.
+    const __mmask8 group_mask = static_cast<__mmask8>((1u << group_count) - 1);
+    for (int k = 0; k < 4; ++k) {
+      const __m512i lo = _mm512_shuffle_i32x4(u[k], u[4 + k], 0x88);  // l = 0, 2
+      const __m512i hi = _mm512_shuffle_i32x4(u[k], u[4 + k], 0xDD);  // l = 1, 3
+      const __m512i order = _mm512_setr_epi64(0, 1, 4, 5, 2, 3, 6, 7);
+      const __m512i pixels[2] = {_mm512_permutexvar_epi64(order, lo),
+                                 _mm512_permutexvar_epi64(order, hi)};
+      for (int l = 0; l < 4; ++l) {  // 256-bit half l / 2 of pixels[l % 2]
+        if (!stored(l, k)) continue;
+        const __m256i groups8 = l < 2 ? _mm512_castsi512_si256(pixels[l % 2])
+                                      : _mm512_extracti64x4_epi64(pixels[l % 2], 1);
+        _mm256_mask_storeu_epi32(at(l, k), group_mask, groups8);
+      }
+    }
+    return;
+  }
+  __m512i t[16], u[16];
+  for (int k = 0; k < 16; k += 2) {
+    t[k] = _mm512_unpacklo_epi32(m[k], m[k + 1]);
+    t[k + 1] = _mm512_unpackhi_epi32(m[k], m[k + 1]);
+  }
+  for (int k = 0; k < 16; k += 4) {
+    u[k] = _mm512_unpacklo_epi64(t[k], t[k + 2]);
+    u[k + 1] = _mm512_unpackhi_epi64(t[k], t[k + 2]);
+    u[k + 2] = _mm512_unpacklo_epi64(t[k + 1], t[k + 3]);
+    u[k + 3] = _mm512_unpackhi_epi64(t[k + 1], t[k + 3]);
+  }
+  // u[4q + k], lane l: groups 4q..4q+3 of lane l's pixel k.
+  const __mmask16 group_mask = static_cast<__mmask16>((1u << group_count) - 1);
+  for (int k = 0; k < 4; ++k) {
+    const __m512i v0 = _mm512_shuffle_i32x4(u[k], u[4 + k], 0x88);
+    const __m512i v1 = _mm512_shuffle_i32x4(u[k], u[4 + k], 0xDD);
+    const __m512i w0 = _mm512_shuffle_i32x4(u[8 + k], u[12 + k], 0x88);
+    const __m512i w1 = _mm512_shuffle_i32x4(u[8 + k], u[12 + k], 0xDD);
+    const __m512i columns[4] = {
+        _mm512_shuffle_i32x4(v0, w0, 0x88), _mm512_shuffle_i32x4(v1, w1, 0x88),
+        _mm512_shuffle_i32x4(v0, w0, 0xDD), _mm512_shuffle_i32x4(v1, w1, 0xDD)};
+    for (int l = 0; l < 4; ++l) {
+      if (stored(l, k)) _mm512_mask_storeu_epi32(at(l, k), group_mask, columns[l]);
+    }
+  }
+}
+
+// ToNhwcAvx512Vnni with the flip known (0 for uint8 x: no XOR at all).
+template <bool kFlip>
+void ToNhwc(const uint8_t* x, int64_t channels, int64_t channel_stride, int64_t count, uint8_t flip,
+            int64_t cp, uint8_t* nhwc) {
+  const int64_t groups = cp / 4;
+  const __m512i flip_bytes = _mm512_set1_epi8(static_cast<char>(flip));
+  const __m128i flip_bytes16 = _mm512_castsi512_si128(flip_bytes);
+  // 64 pixels at a time while that many are left, then 16 at a time (a 64-pixel
+  // step costs four dword transposes however few pixels it has); 16 channel
+  // groups (64 channels) at a time. Byte and word unpacks of a group's 4
+  // channel rows give the group's 4 bytes of each pixel as dwords: in a
+  // 64-pixel step quads[j][q], lane l holding pixels 16 l + 4 q .. + 3; in a
+  // 16-pixel step m[j], lane l pixels 4 l .. + 3. A dword transpose over the
+  // groups then gives each of those pixels' bytes.
+  for (int64_t p = 0; p < count;) {
+    const bool wide = count - p >= 64;
+    const int64_t n = std::min<int64_t>(wide ? 64 : 16, count - p);
+    const __mmask64 pixel_mask = n == 64 ? ~__mmask64{0} : (__mmask64{1} << n) - 1;
+    for (int64_t g0 = 0; g0 < groups; g0 += 16) {
+      const int64_t group_count = std::min<int64_t>(16, groups - g0);
+      const int64_t vectors = group_count <= 4 ? 4 : (group_count <= 8 ? 8 : 16);
+      auto load = [&](int64_t ch) {  // 0 past the channels
+        if (ch >= channels) return _mm512_setzero_si512();
+        const __m512i bytes = _mm512_maskz_loadu_epi8(pixel_mask, x + ch * channel_stride + p);
+        return kFlip ? _mm512_xor_si512(bytes, flip_bytes) : bytes;
+      };
+      auto load16 = [&](int64_t ch) {  // the same for a 16-pixel step
+        if (ch >= channels) return _mm_setzero_si128();
+        const __m128i bytes =
+            _mm_maskz_loadu_epi8(static_cast<__mmask16>(pixel_mask), x + ch * channel_stride + p);
+        return kFlip ? _mm_xor_si128(bytes, flip_bytes16) : bytes;
+      };
+      if (!wide) {
+        __m512i m[16];
+        for (int64_t j = 0; j < vectors; ++j) {
+          if (j >= group_count) {
+            m[j] = _mm512_setzero_si512();
+            continue;
+          }
+          __m128i c[4];
+          for (int64_t i = 0; i < 4; ++i) c[i] = load16(4 * (g0 + j) + i);
+          const __m128i lo01 = _mm_unpacklo_epi8(c[0], c[1]), hi01 = _mm_unpackhi_epi8(c[0], c[1]);
+          const __m128i lo23 = _mm_unpacklo_epi8(c[2], c[3]), hi23 = _mm_unpackhi_epi8(c[2], c[3]);
+          const __m256i first =
+              _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi16(lo01, lo23)),
+                                      _mm_unpackhi_epi16(lo01, lo23), 1);
+          const __m256i second =
+              _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi16(hi01, hi23)),
+                                      _mm_unpackhi_epi16(hi01, hi23), 1);
+          m[j] = _mm512_inserti64x4(_mm512_castsi256_si512(first), second, 1);
+        }
+        StoreGroupColumns(m, group_count, p, 4, count, cp, nhwc + 4 * g0);
+        continue;
+      }
+      __m512i quads[16][4];
+      for (int64_t j = 0; j < vectors; ++j) {
+        if (j >= group_count) {
+          for (auto& quad : quads[j]) quad = _mm512_setzero_si512();
+          continue;
+        }
+        __m512i c[4];
+        for (int64_t i = 0; i < 4; ++i) c[i] = load(4 * (g0 + j) + i);
+        const __m512i lo01 = _mm512_unpacklo_epi8(c[0], c[1]),
+                      hi01 = _mm512_unpackhi_epi8(c[0], c[1]);
+        const __m512i lo23 = _mm512_unpacklo_epi8(c[2], c[3]),
+                      hi23 = _mm512_unpackhi_epi8(c[2], c[3]);
+        quads[j][0] = _mm512_unpacklo_epi16(lo01, lo23);
+        quads[j][1] = _mm512_unpackhi_epi16(lo01, lo23);
+        quads[j][2] = _mm512_unpacklo_epi16(hi01, hi23);
+        quads[j][3] = _mm512_unpackhi_epi16(hi01, hi23);
+      }
+      for (int q = 0; q < 4; ++q) {
+        __m512i m[16];
+        for (int64_t j = 0; j < vectors; ++j) m[j] = quads[j][q];
+        StoreGroupColumns(m, group_count, p + 4 * q, 16, count, cp, nhwc + 4 * g0);
+      }
+    }
+    p += n;
   }
 }
 
@@ -150,118 +316,8 @@ void IndirectTileAvx512Vnni(int64_t panel_width, const IndirectTile& t) {
 
 void ToNhwcAvx512Vnni(const uint8_t* x, int64_t channels, int64_t channel_stride, int64_t count,
                       uint8_t flip, int64_t cp, uint8_t* nhwc) {
-  const int64_t groups = cp / 4;
-  const __m128i flip_bytes = _mm_set1_epi8(static_cast<char>(flip));
-  // 16 pixels at a time, 16 channel groups (64 channels) at a time: m[j]
-  // holds group g0 + j's 4 bytes of each pixel, then a 16 x 16 dword
-  // transpose gives each pixel's 64 bytes.
-  for (int64_t p = 0; p < count; p += 16) {
-    const int64_t n = std::min<int64_t>(16, count - p);
-    const __mmask16 pixel_mask = static_cast<__mmask16>((1u << n) - 1);
-    for (int64_t g0 = 0; g0 < groups; g0 += 16) {
-      const int64_t group_count = std::min<int64_t>(16, groups - g0);
-      __m512i m[16];
-      const int64_t vectors = group_count <= 4 ? 4 : (group_count <= 8 ? 8 : 16);
-      for (int64_t j = 0; j < vectors; ++j) {
-        if (j >= group_count) {
-          m[j] = _mm512_setzero_si512();
-          continue;
-        }
-        __m128i c[4];
-        for (int64_t i = 0; i < 4; ++i) {
-          const int64_t ch = 4 * (g0 + j) + i;
-          c[i] = ch < channels
-                     ? _mm_xor_si128(_mm_maskz_loadu_epi8(pixel_mask, x + ch * channel_stride + p),
-                                     flip_bytes)
-                     : _mm_setzero_si128();
-        }
-        const __m128i lo01 = _mm_unpacklo_epi8(c[0], c[1]), hi01 = _mm_unpackhi_epi8(c[0], c[1]);
-        const __m128i lo23 = _mm_unpacklo_epi8(c[2], c[3]), hi23 = _mm_unpackhi_epi8(c[2], c[3]);
-        const __m256i first =
-            _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi16(lo01, lo23)),
-                                    _mm_unpackhi_epi16(lo01, lo23), 1);
-        const __m256i second =
-            _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi16(hi01, hi23)),
-                                    _mm_unpackhi_epi16(hi01, hi23), 1);
-        m[j] = _mm512_inserti64x4(_mm512_castsi256_si512(first), second, 1);
-      }
-      if (group_count <= 4) {  // a 4 x 16 transpose: each 128-bit lane one pixel's groups
-        const __m512i t0 = _mm512_unpacklo_epi32(m[0], m[1]),
-                      t1 = _mm512_unpackhi_epi32(m[0], m[1]);
-        const __m512i t2 = _mm512_unpacklo_epi32(m[2], m[3]),
-                      t3 = _mm512_unpackhi_epi32(m[2], m[3]);
-        const __m512i u[4] = {_mm512_unpacklo_epi64(t0, t2), _mm512_unpackhi_epi64(t0, t2),
-                              _mm512_unpacklo_epi64(t1, t3), _mm512_unpackhi_epi64(t1, t3)};
-        const __mmask8 group_mask = static_cast<__mmask8>((1u << group_count) - 1);
-        for (int k = 0; k < 4; ++k) {
-          const __m128i lanes[4] = {
-              _mm512_castsi512_si128(u[k]), _mm512_extracti32x4_epi32(u[k], 1),
-              _mm512_extracti32x4_epi32(u[k], 2), _mm512_extracti32x4_epi32(u[k], 3)};
-          for (int l = 0; l < 4; ++l) {  // pixel 4l + k
-            if (4 * l + k < n)
-              _mm_mask_storeu_epi32(nhwc + (p + 4 * l + k) * cp + 4 * g0, group_mask, lanes[l]);
-          }
-        }
-        continue;
-      }
-      if (group_count <= 8) {  // an 8 x 16 transpose: a pixel's groups in two 128-bit lanes
-        __m512i t[8], u[8];
-        for (int k = 0; k < 8; k += 2) {
-          t[k] = _mm512_unpacklo_epi32(m[k], m[k + 1]);
-          t[k + 1] = _mm512_unpackhi_epi32(m[k], m[k + 1]);
-        }
-        for (int k = 0; k < 8; k += 4) {
-          u[k] = _mm512_unpacklo_epi64(t[k], t[k + 2]);
-          u[k + 1] = _mm512_unpackhi_epi64(t[k], t[k + 2]);
-          u[k + 2] = _mm512_unpacklo_epi64(t[k + 1], t[k + 3]);
-          u[k + 3] = _mm512_unpackhi_epi64(t[k + 1], t[k + 3]);
-        }
-        // u[4q + k], lane l: groups 4q..4q+3 of pixel 4l + k; lo / hi: lanes 0, 2 / 1, 3.
-        const __mmask8 group_mask = static_cast<__mmask8>((1u << group_count) - 1);
-        for (int k = 0; k < 4; ++k) {
-          const __m512i lo = _mm512_shuffle_i32x4(u[k], u[4 + k], 0x88);  // l = 0, 2
-          const __m512i hi = _mm512_shuffle_i32x4(u[k], u[4 + k], 0xDD);  // l = 1, 3
-          const __m512i order = _mm512_setr_epi64(0, 1, 4, 5, 2, 3, 6, 7);
-          const __m512i pixels[2] = {_mm512_permutexvar_epi64(order, lo),
-                                     _mm512_permutexvar_epi64(order, hi)};
-          for (int l = 0; l < 4; ++l) {  // pixel 4l + k: 256-bit half l / 2 of pixels[l % 2]
-            if (4 * l + k >= n) continue;
-            const __m256i groups8 = l < 2 ? _mm512_castsi512_si256(pixels[l % 2])
-                                          : _mm512_extracti64x4_epi64(pixels[l % 2], 1);
-            _mm256_mask_storeu_epi32(nhwc + (p + 4 * l + k) * cp + 4 * g0, group_mask, groups8);
-          }
-        }
-        continue;
-      }
-      __m512i t[16], u[16];
-      for (int k = 0; k < 16; k += 2) {
-        t[k] = _mm512_unpacklo_epi32(m[k], m[k + 1]);
-        t[k + 1] = _mm512_unpackhi_epi32(m[k], m[k + 1]);
-      }
-      for (int k = 0; k < 16; k += 4) {
-        u[k] = _mm512_unpacklo_epi64(t[k], t[k + 2]);
-        u[k + 1] = _mm512_unpackhi_epi64(t[k], t[k + 2]);
-        u[k + 2] = _mm512_unpacklo_epi64(t[k + 1], t[k + 3]);
-        u[k + 3] = _mm512_unpackhi_epi64(t[k + 1], t[k + 3]);
-      }
-      // u[4q + k], lane l: rows 4q..4q+3 of column 4l + k.
-      const __mmask16 group_mask = static_cast<__mmask16>((1u << group_count) - 1);
-      for (int k = 0; k < 4; ++k) {
-        const __m512i v0 = _mm512_shuffle_i32x4(u[k], u[4 + k], 0x88);
-        const __m512i v1 = _mm512_shuffle_i32x4(u[k], u[4 + k], 0xDD);
-        const __m512i w0 = _mm512_shuffle_i32x4(u[8 + k], u[12 + k], 0x88);
-        const __m512i w1 = _mm512_shuffle_i32x4(u[8 + k], u[12 + k], 0xDD);
-        const __m512i columns[4] = {
-            _mm512_shuffle_i32x4(v0, w0, 0x88), _mm512_shuffle_i32x4(v1, w1, 0x88),
-            _mm512_shuffle_i32x4(v0, w0, 0xDD), _mm512_shuffle_i32x4(v1, w1, 0xDD)};
-        for (int l = 0; l < 4; ++l) {  // pixel 4l + k
-          if (4 * l + k < n) {
-            _mm512_mask_storeu_epi32(nhwc + (p + 4 * l + k) * cp + 4 * g0, group_mask, columns[l]);
-          }
-        }
-      }
-    }
-  }
+  if (flip != 0) return ToNhwc<true>(x, channels, channel_stride, count, flip, cp, nhwc);
+  ToNhwc<false>(x, channels, channel_stride, count, flip, cp, nhwc);
 }
 
 }  // namespace octet::conv

@@ -72,7 +72,7 @@ void PackIm2colAvx512Vnni(const Im2colBlock& b, int8_t* rows, int8_t* packed_b, 
 // packed weight panel of `rows` <= 8 signed rows, a packed uint8 x panel of
 // 32 columns) over all of k, requantized in registers and stored as bytes:
 //   y[r * ld + j] = requantize(sum_k a[r][k] * b[k][j] + bias[r], multipliers[r])
-// for j < count, with requantize.h's formula (conv_requant_avx512.h) and the
+// for j < count, with requantize.h's formula (requantize_avx512_inline.h) and the
 // clamp [lo, hi] relative to zero_point. Nothing past count is written.
 struct RequantTile {
   const uint8_t* a = nullptr;  // weight panel (int8 bytes), first group
