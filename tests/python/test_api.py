@@ -1,6 +1,8 @@
 """octet's Python API: metadata and results against onnxruntime and numpy, dtype
 plumbing for every tensor type, and a clear octet.OctetError for each bad input."""
 
+import ctypes
+import mmap
 import pathlib
 
 import ml_dtypes
@@ -225,3 +227,48 @@ def test_outputs_are_the_callers_own_arrays():
             assert array.flags.writeable
             array[...] = -7
         np.testing.assert_array_equal(x, np.ones((2, 3), np.float32))
+
+
+def _readable_in_place(array):
+    """octet_module.cc's ReadableInPlace: the bytes from the end of the array to the end of
+    the 64-byte line after its last one lie in the page of its last byte and are zero."""
+    begin, nbytes = array.ctypes.data, array.nbytes
+    end, padded_end = begin + nbytes, begin + (nbytes + 63) // 64 * 64 + 64
+    if begin % array.itemsize or (end - 1) // mmap.PAGESIZE != (padded_end - 1) // mmap.PAGESIZE:
+        return False
+    return ctypes.string_at(end, padded_end - end) == bytes(padded_end - end)
+
+
+def test_feeds_read_in_place_or_copied_give_the_same_results():
+    """Large feeds whose tail bytes allow it are read in place, others copied (data right
+    after the array, as in a slice of a bigger buffer): the same bytes either way and
+    ONNX Runtime's values, the feed never written, and an output that is the feed a
+    private copy."""
+    model = make_model(
+        [helper.make_node("Identity", ["x"], ["x_out"]),
+         helper.make_node("ReduceSum", ["x", "axes"], ["sums"], keepdims=0),
+         helper.make_node("Softmax", ["x"], ["probs"], axis=-1)],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, 1001])],
+        [helper.make_tensor_value_info("x_out", TensorProto.FLOAT, [None, 1001]),
+         helper.make_tensor_value_info("sums", TensorProto.FLOAT, [None]),
+         helper.make_tensor_value_info("probs", TensorProto.FLOAT, [None, 1001])],
+        [numpy_helper.from_array(np.array([1], np.int64), "axes")])
+    session = octet.InferenceSession(model.SerializeToString())
+    values = np.random.default_rng(3).standard_normal((300, 1001)).astype(np.float32)
+    mapped = mmap.mmap(-1, values.nbytes + 4096)  # zero-filled pages: zeros after the array
+    standalone = np.frombuffer(mapped, np.float32, count=values.size).reshape(values.shape)
+    standalone[...] = values
+    followed = bytearray(values.tobytes() + b"\xff" * 256)
+    sliced = np.frombuffer(followed, np.float32, count=values.size).reshape(values.shape)
+    assert _readable_in_place(standalone) and not _readable_in_place(sliced)
+    want = ort_session(model).run(None, {"x": values})
+    first = None
+    for x in (standalone, sliced):
+        got = session.run(None, {"x": x})
+        if first is None:
+            first = [g.copy() for g in got]
+        for g, f, w in zip(got, first, want):
+            np.testing.assert_array_equal(g, f)
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-4)  # float sums: any order
+        got[0][...] = -1  # the Identity output is the caller's own array
+        np.testing.assert_array_equal(x, values)
