@@ -133,6 +133,21 @@ void Tile(const IndirectTile& t) {
   }
 }
 
+// 4 x 4 dword transposes within each 128-bit lane of m[q..q+3], for q = 0, 4,
+// .. < n: u[q + k] holds dword k of m[q], m[q + 1], m[q + 2], m[q + 3].
+[[gnu::always_inline]] inline void TransposeDwordQuads(const __m512i* m, int n, __m512i* u) {
+  for (int q = 0; q < n; q += 4) {
+    const __m512i t0 = _mm512_unpacklo_epi32(m[q], m[q + 1]);
+    const __m512i t1 = _mm512_unpackhi_epi32(m[q], m[q + 1]);
+    const __m512i t2 = _mm512_unpacklo_epi32(m[q + 2], m[q + 3]);
+    const __m512i t3 = _mm512_unpackhi_epi32(m[q + 2], m[q + 3]);
+    u[q] = _mm512_unpacklo_epi64(t0, t2);
+    u[q + 1] = _mm512_unpackhi_epi64(t0, t2);
+    u[q + 2] = _mm512_unpacklo_epi64(t1, t3);
+    u[q + 3] = _mm512_unpackhi_epi64(t1, t3);
+  }
+}
+
 // Stores the 16 pixels of a 16 x group_count dword matrix (m[j]: group
 // g0 + j, 128-bit lane l and dword k holding pixel pixel0 + lane_pixels * l
 // + k; m[j] for j >= group_count are 0) as group_count dwords per pixel at
@@ -142,11 +157,9 @@ void Tile(const IndirectTile& t) {
                                                      int64_t end, int64_t cp, uint8_t* nhwc) {
   auto at = [&](int l, int k) { return nhwc + (pixel0 + lane_pixels * l + k) * cp; };
   auto stored = [&](int l, int k) { return pixel0 + lane_pixels * l + k < end; };
+  __m512i u[16];
   if (group_count <= 4) {  // a 4 x 16 transpose: each 128-bit lane one pixel's groups
-    const __m512i t0 = _mm512_unpacklo_epi32(m[0], m[1]), t1 = _mm512_unpackhi_epi32(m[0], m[1]);
-    const __m512i t2 = _mm512_unpacklo_epi32(m[2], m[3]), t3 = _mm512_unpackhi_epi32(m[2], m[3]);
-    const __m512i u[4] = {_mm512_unpacklo_epi64(t0, t2), _mm512_unpackhi_epi64(t0, t2),
-                          _mm512_unpacklo_epi64(t1, t3), _mm512_unpackhi_epi64(t1, t3)};
+    TransposeDwordQuads(m, 4, u);
     const __mmask8 group_mask = static_cast<__mmask8>((1u << group_count) - 1);
     for (int k = 0; k < 4; ++k) {
       const __m128i lanes[4] = {_mm512_castsi512_si128(u[k]), _mm512_extracti32x4_epi32(u[k], 1),
@@ -159,17 +172,7 @@ void Tile(const IndirectTile& t) {
     return;
   }
   if (group_count <= 8) {  // an 8 x 16 transpose: a pixel's groups in two 128-bit lanes
-    __m512i t[8], u[8];
-    for (int k = 0; k < 8; k += 2) {
-      t[k] = _mm512_unpacklo_epi32(m[k], m[k + 1]);
-      t[k + 1] = _mm512_unpackhi_epi32(m[k], m[k + 1]);
-    }
-    for (int k = 0; k < 8; k += 4) {
-      u[k] = _mm512_unpacklo_epi64(t[k], t[k + 2]);
-      u[k + 1] = _mm512_unpackhi_epi64(t[k], t[k + 2]);
-      u[k + 2] = _mm512_unpacklo_epi64(t[k + 1], t[k + 3]);
-      u[k + 3] = _mm512_unpackhi_epi64(t[k + 1], t[k + 3]);
-    }
+    TransposeDwordQuads(m, 8, u);
     // u[4q + k], lane l: groups 4q..4q+3 of lane l's pixel k; lo / hi: lanes 0, 2 / 1, 3.
     const __mmask8 group_mask = static_cast<__mmask8>((1u << group_count) - 1);
     for (int k = 0; k < 4; ++k) {
@@ -187,17 +190,7 @@ void Tile(const IndirectTile& t) {
     }
     return;
   }
-  __m512i t[16], u[16];
-  for (int k = 0; k < 16; k += 2) {
-    t[k] = _mm512_unpacklo_epi32(m[k], m[k + 1]);
-    t[k + 1] = _mm512_unpackhi_epi32(m[k], m[k + 1]);
-  }
-  for (int k = 0; k < 16; k += 4) {
-    u[k] = _mm512_unpacklo_epi64(t[k], t[k + 2]);
-    u[k + 1] = _mm512_unpackhi_epi64(t[k], t[k + 2]);
-    u[k + 2] = _mm512_unpacklo_epi64(t[k + 1], t[k + 3]);
-    u[k + 3] = _mm512_unpackhi_epi64(t[k + 1], t[k + 3]);
-  }
+  TransposeDwordQuads(m, 16, u);
   // u[4q + k], lane l: groups 4q..4q+3 of lane l's pixel k.
   const __mmask16 group_mask = static_cast<__mmask16>((1u << group_count) - 1);
   for (int k = 0; k < 4; ++k) {
