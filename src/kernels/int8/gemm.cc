@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "core/error.h"
@@ -71,30 +72,33 @@ bool FinishesInTile(int64_t K, Isa isa) {
   return isa == Isa::kAvx512Vnni && K > 0 && K <= kKcGroups * gemm::kGroup;
 }
 
-// The whole product's TileFinish (row 0, column 0), for requantize.h's two epilogues.
-gemm::TileFinish FinishFor(const RequantizeParams& p, void* out, int64_t ld_out) {
-  const auto [y_lo, y_hi] = RequantizeOutputRange(p);
+// The whole product's TileFinish (row 0, column 0), for requantize.h's two
+// epilogues: the fields they share, then each one's own.
+gemm::TileFinish FinishFor(void* out, int64_t ld_out, const int32_t* acc_bias,
+                           bool acc_bias_per_column, const float* multiplier,
+                           bool multiplier_per_column) {
   gemm::TileFinish f{};
   f.out = out;
   f.ld_out = ld_out;
-  f.acc_bias = p.bias;
-  f.acc_bias_per_column = p.bias_per_column;
-  f.multiplier = p.multiplier;
-  f.multiplier_per_column = p.multiplier_per_column;
+  f.acc_bias = acc_bias;
+  f.acc_bias_per_column = acc_bias_per_column;
+  f.multiplier = multiplier;
+  f.multiplier_per_column = multiplier_per_column;
+  return f;
+}
+gemm::TileFinish FinishFor(const RequantizeParams& p, void* out, int64_t ld_out) {
+  gemm::TileFinish f =
+      FinishFor(out, ld_out, p.bias, p.bias_per_column, p.multiplier, p.multiplier_per_column);
+  const auto [y_lo, y_hi] = RequantizeOutputRange(p);
   f.lo = static_cast<float>(y_lo - p.zero_point);
   f.hi = static_cast<float>(y_hi - p.zero_point);
   f.zero_point = p.zero_point;
   return f;
 }
 gemm::TileFinish FinishFor(const FloatOutputParams& p, float* out, int64_t ld_out) {
-  gemm::TileFinish f{};
-  f.out = out;
-  f.ld_out = ld_out;
+  gemm::TileFinish f =
+      FinishFor(out, ld_out, p.acc_bias, p.acc_bias_per_column, p.scale, p.scale_per_column);
   f.to_float = true;
-  f.acc_bias = p.acc_bias;
-  f.acc_bias_per_column = p.acc_bias_per_column;
-  f.multiplier = p.scale;
-  f.multiplier_per_column = p.scale_per_column;
   f.bias = p.bias;
   f.bias_per_column = p.bias_per_column;
   return f;
@@ -347,6 +351,36 @@ void GemmS32Blocks(int64_t M, const Int8Operand& A, const int32_t* a_zero, bool 
   Gemm(M, A, a_zero, a_zero_per_row, b, b_zero, b_zero_per_col, nullptr, 0, pool, &epilogue);
 }
 
+namespace {
+
+// The product finished into `out` by requantize.h's epilogue for `Params`
+// (RequantizeS32 or ScaleS32ToFloat): in the tiles' registers when
+// FinishesInTile, else on each block from GemmS32Blocks.
+template <typename Params, typename Out>
+void GemmFinished(int64_t M, const Int8Operand& A, const int32_t* a_zero, bool a_zero_per_row,
+                  const PackedB& b, const int32_t* b_zero, bool b_zero_per_col,
+                  const Params& params, Out* out, int64_t ld_out, ThreadPool* pool) {
+  OCTET_CHECK(ld_out >= b.N, "int8 GEMM: output leading dimension ", ld_out, " < N=", b.N);
+  if (FinishesInTile(b.K, b.isa)) {
+    const gemm::TileFinish finish = FinishFor(params, out, ld_out);
+    Gemm(M, A, a_zero, a_zero_per_row, b, b_zero, b_zero_per_col, nullptr, 0, pool, nullptr,
+         &finish);
+    return;
+  }
+  const GemmBlockFn epilogue = [&](int64_t row0, int64_t rows, int64_t col0, int64_t cols,
+                                   const int32_t* acc, int64_t ld_acc) {
+    Out* block_out = out + row0 * ld_out + col0;
+    if constexpr (std::is_same_v<Params, RequantizeParams>) {
+      RequantizeS32(acc, ld_acc, rows, cols, ColumnsFrom(params, col0), block_out, ld_out, b.isa);
+    } else {
+      ScaleS32ToFloat(acc, ld_acc, rows, cols, ColumnsFrom(params, col0), block_out, ld_out, b.isa);
+    }
+  };
+  Gemm(M, A, a_zero, a_zero_per_row, b, b_zero, b_zero_per_col, nullptr, 0, pool, &epilogue);
+}
+
+}  // namespace
+
 void GemmS32Requantized(int64_t M, const Int8Operand& A, const int32_t* a_zero, bool a_zero_per_row,
                         const PackedB& b, const int32_t* b_zero, bool b_zero_per_col,
                         const RequantizeParams& params, void* out, int64_t ld_out,
@@ -357,38 +391,14 @@ void GemmS32Requantized(int64_t M, const Int8Operand& A, const int32_t* a_zero, 
   const auto [lo, hi] = RequantizeOutputRange(params);
   OCTET_CHECK(lo <= hi, "int8 GEMM: output clamp [", params.y_min, ", ", params.y_max,
               "] is empty in ", DTypeName(params.output_type));
-  OCTET_CHECK(ld_out >= b.N, "int8 GEMM: output leading dimension ", ld_out, " < N=", b.N);
-  if (FinishesInTile(b.K, b.isa)) {
-    const gemm::TileFinish finish = FinishFor(params, out, ld_out);
-    Gemm(M, A, a_zero, a_zero_per_row, b, b_zero, b_zero_per_col, nullptr, 0, pool, nullptr,
-         &finish);
-    return;
-  }
-  auto* bytes = static_cast<uint8_t*>(out);
-  const GemmBlockFn requantize = [&](int64_t row0, int64_t rows, int64_t col0, int64_t cols,
-                                     const int32_t* acc, int64_t ld_acc) {
-    RequantizeS32(acc, ld_acc, rows, cols, ColumnsFrom(params, col0), bytes + row0 * ld_out + col0,
-                  ld_out, b.isa);
-  };
-  Gemm(M, A, a_zero, a_zero_per_row, b, b_zero, b_zero_per_col, nullptr, 0, pool, &requantize);
+  GemmFinished(M, A, a_zero, a_zero_per_row, b, b_zero, b_zero_per_col, params,
+               static_cast<uint8_t*>(out), ld_out, pool);
 }
 
 void GemmS32ToFloat(int64_t M, const Int8Operand& A, const int32_t* a_zero, bool a_zero_per_row,
                     const PackedB& b, const int32_t* b_zero, bool b_zero_per_col,
                     const FloatOutputParams& params, float* out, int64_t ld_out, ThreadPool* pool) {
-  OCTET_CHECK(ld_out >= b.N, "int8 GEMM: output leading dimension ", ld_out, " < N=", b.N);
-  if (FinishesInTile(b.K, b.isa)) {
-    const gemm::TileFinish finish = FinishFor(params, out, ld_out);
-    Gemm(M, A, a_zero, a_zero_per_row, b, b_zero, b_zero_per_col, nullptr, 0, pool, nullptr,
-         &finish);
-    return;
-  }
-  const GemmBlockFn scale = [&](int64_t row0, int64_t rows, int64_t col0, int64_t cols,
-                                const int32_t* acc, int64_t ld_acc) {
-    ScaleS32ToFloat(acc, ld_acc, rows, cols, ColumnsFrom(params, col0), out + row0 * ld_out + col0,
-                    ld_out, b.isa);
-  };
-  Gemm(M, A, a_zero, a_zero_per_row, b, b_zero, b_zero_per_col, nullptr, 0, pool, &scale);
+  GemmFinished(M, A, a_zero, a_zero_per_row, b, b_zero, b_zero_per_col, params, out, ld_out, pool);
 }
 
 namespace gemm {
