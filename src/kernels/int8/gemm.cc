@@ -385,12 +385,7 @@ void GemmS32Requantized(int64_t M, const Int8Operand& A, const int32_t* a_zero, 
                         const PackedB& b, const int32_t* b_zero, bool b_zero_per_col,
                         const RequantizeParams& params, void* out, int64_t ld_out,
                         ThreadPool* pool) {
-  OCTET_CHECK(params.output_type == DType::kUInt8 || params.output_type == DType::kInt8,
-              "int8 GEMM: requantized output type ", DTypeName(params.output_type),
-              " is not uint8 or int8");
-  const auto [lo, hi] = RequantizeOutputRange(params);
-  OCTET_CHECK(lo <= hi, "int8 GEMM: output clamp [", params.y_min, ", ", params.y_max,
-              "] is empty in ", DTypeName(params.output_type));
+  CheckRequantizeParams(params, "int8 GEMM");
   GemmFinished(M, A, a_zero, a_zero_per_row, b, b_zero, b_zero_per_col, params,
                static_cast<uint8_t*>(out), ld_out, pool);
 }

@@ -128,6 +128,16 @@ struct QBinaryKernels {
     return V::SubI(V::MinI(V::MaxI(q, k.c_min), k.c_max), k.c_offset);
   }
 
+  // c[i] = the low byte of values(i, count)'s lanes for the n elements, W at a
+  // time and a last partial vector (each value is a byte's: the store is exact).
+  template <typename Values>
+  static void StoreSpan(uint8_t* c, int64_t n, const Values& values) {
+    int64_t i = 0;
+    for (; i + W <= n; i += W) V::StoreLow(c + i, values(i, W));
+    if (i < n)
+      V::StoreLowPartial(c + i, values(i, static_cast<int>(n - i)), static_cast<int>(n - i));
+  }
+
   template <Kind kKind>
   static void Run(const QBinaryProgram& p, const uint8_t* a, int64_t a_step, const uint8_t* b,
                   int64_t b_step, uint8_t* c, int64_t n) {
@@ -136,18 +146,11 @@ struct QBinaryKernels {
     // A value used for the whole span is read once.
     const I a_splat = V::SetI(ReadOne(a[0], p.a_signed, p.a_offset));
     const I b_splat = V::SetI(ReadOne(b[0], p.b_signed, p.b_offset));
-    const auto step = [&](int64_t i, int count) {
+    StoreSpan(c, n, [&](int64_t i, int count) {
       const I va = a_step != 0 ? read_a(a + i, count) : a_splat;
       const I vb = b_step != 0 ? read_b(b + i, count) : b_splat;
-      const I q = Compute<kKind>(k, va, vb);  // a byte's value: storing the low byte is exact
-      if (count == W)
-        V::StoreLow(c + i, q);
-      else
-        V::StoreLowPartial(c + i, q, count);
-    };
-    int64_t i = 0;
-    for (; i + W <= n; i += W) step(i, W);
-    if (i < n) step(i, static_cast<int>(n - i));
+      return Compute<kKind>(k, va, vb);
+    });
   }
 
   // Run's loop with B read as floats: its widen, subtract, convert and multiply skipped.
@@ -159,20 +162,13 @@ struct QBinaryKernels {
     const OperandReader read_a(p.a_signed, p.a_offset - p.a_zero);
     const I a_splat = V::SetI(ReadOne(a[0], p.a_signed, p.a_offset - p.a_zero));
     const F b_splat = V::Set(b[0]);
-    const auto step = [&](int64_t i, int count) {
+    StoreSpan(c, n, [&](int64_t i, int count) {
       const I va = a_step != 0 ? read_a(a + i, count) : a_splat;
       const F vb = b_step == 0  ? b_splat
                    : count == W ? V::Load(b + i)
                                 : V::LoadPartial(b + i, count, 0.f);
-      const I q = FloatResult<kKind>(k, V::Mul(V::ToFloat(va), k.a_scale), vb);
-      if (count == W)
-        V::StoreLow(c + i, q);
-      else
-        V::StoreLowPartial(c + i, q, count);
-    };
-    int64_t i = 0;
-    for (; i + W <= n; i += W) step(i, W);
-    if (i < n) step(i, static_cast<int>(n - i));
+      return FloatResult<kKind>(k, V::Mul(V::ToFloat(va), k.a_scale), vb);
+    });
   }
 };
 

@@ -83,14 +83,17 @@ requant::RequantizeRowFn requant::RequantizeRowFnFor(Isa isa) {
   );
 }
 
+void CheckRequantizeParams(const RequantizeParams& params, const char* who) {
+  OCTET_CHECK(params.output_type == DType::kUInt8 || params.output_type == DType::kInt8, who,
+              ": output type ", DTypeName(params.output_type), " is not uint8 or int8");
+  const auto [lo, hi] = RequantizeOutputRange(params);
+  OCTET_CHECK(lo <= hi, who, ": output clamp [", params.y_min, ", ", params.y_max, "] is empty in ",
+              DTypeName(params.output_type));
+}
+
 void RequantizeS32(const int32_t* acc, int64_t ld_acc, int64_t rows, int64_t cols,
                    const RequantizeParams& params, void* out, int64_t ld_out, Isa isa) {
-  OCTET_CHECK(params.output_type == DType::kUInt8 || params.output_type == DType::kInt8,
-              "RequantizeS32: output type ", DTypeName(params.output_type),
-              " is not uint8 or int8");
-  const auto [lo, hi] = RequantizeOutputRange(params);
-  OCTET_CHECK(lo <= hi, "RequantizeS32: output clamp [", params.y_min, ", ", params.y_max,
-              "] is empty in ", DTypeName(params.output_type));
+  CheckRequantizeParams(params, "RequantizeS32");
   if (rows <= 0 || cols <= 0) return;
   const requant::RequantizeRowFn row_fn = requant::RequantizeRowFnFor(isa);
   auto* bytes = static_cast<uint8_t*>(out);

@@ -58,6 +58,10 @@ struct RequantizeParams {
   int32_t y_max = INT32_MAX;
 };
 
+// Fails (octet::Error naming `who`) unless params' output type is uint8 or int8
+// and its clamp leaves a value of that type.
+void CheckRequantizeParams(const RequantizeParams& params, const char* who);
+
 // out[r * ld_out + c] = requantized acc[r * ld_acc + c] (+ bias) for a rows x cols block.
 // The bias is added with int32 wrap-around, as ONNX Runtime's int32 addition does.
 // `isa` picks the implementation (every one gives the same bytes); a path
