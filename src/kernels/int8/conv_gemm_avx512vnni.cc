@@ -11,10 +11,10 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <cstring>
 
 #include "kernels/int8/conv_pack.h"
 #include "kernels/int8/requantize_avx512_inline.h"
+#include "kernels/int8/tile_avx512vnni.h"
 
 namespace octet::conv {
 
@@ -23,58 +23,14 @@ namespace {
 using requant::RequantizeVector;
 using requant::RequantVectors;
 
-constexpr int kCols = 32;  // gemm::TileShapeFor(Isa::kAvx512Vnni).nr
-
 // R rows x kVecs vectors of 16 columns: kVecs = 1 for a panel's last 16 or
 // fewer columns (a 13x13 image's 169 pixels: 176 columns computed, not 192).
 template <int R, int kVecs>
 void Tile(const RequantTile& t) {
-  // Few rows leave too few independent vpdpbusd chains to cover its latency,
-  // so consecutive groups go to separate accumulator sets, summed at the end.
-  constexpr int U = R == 1 ? 4 : (R == 2 ? 2 : 1);
+  // Signed weight rows (A) against unsigned x columns (B).
+  constexpr int U = gemm::AccumulatorSets(R);
   __m512i acc[U][R][kVecs];
-#pragma GCC unroll 8
-  for (int u = 0; u < U; ++u)
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r)
-#pragma GCC unroll 8
-      for (int v = 0; v < kVecs; ++v) acc[u][r][v] = _mm512_setzero_si512();
-  const uint8_t* a = t.a;
-  const uint8_t* b = t.b;
-  int64_t g = 0;
-  for (; g + U <= t.k_groups; g += U) {
-#pragma GCC unroll 4
-    for (int u = 0; u < U; ++u) {
-      __m512i bv[kVecs];
-#pragma GCC unroll 8
-      for (int v = 0; v < kVecs; ++v) bv[v] = _mm512_loadu_si512(b + (u * kCols + v * 16) * 4);
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) {
-        int32_t bytes;
-        std::memcpy(&bytes, a + (u * R + r) * 4, 4);
-        const __m512i av = _mm512_set1_epi32(bytes);
-#pragma GCC unroll 8
-        for (int v = 0; v < kVecs; ++v) acc[u][r][v] = _mm512_dpbusd_epi32(acc[u][r][v], bv[v], av);
-      }
-    }
-    a += U * R * 4;
-    b += U * kCols * 4;
-  }
-  for (; U > 1 && g < t.k_groups; ++g) {
-    __m512i bv[kVecs];
-#pragma GCC unroll 8
-    for (int v = 0; v < kVecs; ++v) bv[v] = _mm512_loadu_si512(b + v * 16 * 4);
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      int32_t bytes;
-      std::memcpy(&bytes, a + r * 4, 4);
-      const __m512i av = _mm512_set1_epi32(bytes);
-#pragma GCC unroll 8
-      for (int v = 0; v < kVecs; ++v) acc[0][r][v] = _mm512_dpbusd_epi32(acc[0][r][v], bv[v], av);
-    }
-    a += R * 4;
-    b += kCols * 4;
-  }
+  gemm::AccumulateTile<R, kVecs, U, true, false, false>(acc, t.a, 0, t.b, t.k_groups);
 
   const RequantVectors requant{_mm512_set1_ps(t.lo), _mm512_set1_ps(t.hi),
                                _mm512_set1_epi32(t.zero_point)};

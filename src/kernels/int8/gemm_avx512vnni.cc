@@ -12,93 +12,25 @@
 
 #include <immintrin.h>
 
-#include <cstring>
-
 #include "kernels/int8/gemm_pack.h"
 #include "kernels/int8/requantize_avx512_inline.h"
+#include "kernels/int8/tile_avx512vnni.h"
 
 namespace octet::gemm {
 
 namespace {
 
-constexpr int kCols = 32;  // TileShapeFor(Isa::kAvx512Vnni).nr
-constexpr int kVecs = kCols / 16;
-
-inline __m512i BroadcastA(const uint8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, sizeof(v));
-  return _mm512_set1_epi32(v);
-}
-
-// a x b summed by groups of 4 into acc, the unsigned operand first.
-template <bool kUnsignedB>
-inline __m512i Dot(__m512i acc, __m512i a, __m512i b) {
-  return kUnsignedB ? _mm512_dpbusd_epi32(acc, b, a) : _mm512_dpbusd_epi32(acc, a, b);
-}
+constexpr int kVecs = kTileCols / 16;
 
 // kRowMajorA: A is read in place (row r at t.a + r * t.a_ld, 4 bytes per group)
 // instead of from a packed panel. With kUnsignedB as well, the packed (signed
 // domain) B is flipped to the unsigned domain as it is loaded (B + 128).
 template <int R, bool kUnsignedB, bool kRowMajorA = false>
 void Tile(const TileArgs& t) {
-  constexpr bool kFlipB = kRowMajorA && kUnsignedB;
-  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
-  const int64_t a_ld = kRowMajorA ? t.a_ld : 0;
-  // The A bytes of row r, group offset u (in groups from the current position).
-  auto a_at = [&](const uint8_t* a, int r, int u) {
-    return kRowMajorA ? a + r * a_ld + u * kGroup : a + (u * R + r) * kGroup;
-  };
-  auto load_b = [&](const int8_t* p) {
-    const __m512i v = _mm512_loadu_si512(p);
-    return kFlipB ? _mm512_xor_si512(v, flip) : v;
-  };
-  // Few rows leave too few independent vpdpbusd chains to cover its latency,
-  // so consecutive groups go to separate accumulator sets, summed at the end.
-  constexpr int U = R == 1 ? 4 : (R == 2 ? 2 : 1);
-  // Every loop over accumulators is fully unrolled: GCC 12 otherwise keeps the
-  // array in memory and copies it between registers on every group.
+  constexpr int U = AccumulatorSets(R);
   __m512i acc[U][R][kVecs];
-#pragma GCC unroll 8
-  for (int u = 0; u < U; ++u)
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r)
-#pragma GCC unroll 8
-      for (int v = 0; v < kVecs; ++v) acc[u][r][v] = _mm512_setzero_si512();
-
-  const uint8_t* a = t.a;
-  const int8_t* b = t.b;
-  int64_t g = 0;
-  for (; g + U <= t.k_groups; g += U) {
-#pragma GCC unroll 4
-    for (int u = 0; u < U; ++u) {
-      __m512i bv[kVecs];
-#pragma GCC unroll 8
-      for (int v = 0; v < kVecs; ++v) bv[v] = load_b(b + (u * kCols + v * 16) * kGroup);
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) {
-        const __m512i av = BroadcastA(a_at(a, r, u));
-#pragma GCC unroll 8
-        for (int v = 0; v < kVecs; ++v) acc[u][r][v] = Dot<kUnsignedB>(acc[u][r][v], av, bv[v]);
-      }
-    }
-    a += U * (kRowMajorA ? 1 : R) * kGroup;
-    b += U * kCols * kGroup;
-  }
-  // Leftover groups. With U == 1 the loop above took them all, and compiling this
-  // loop anyway makes GCC shuffle the accumulators between registers.
-  for (; U > 1 && g < t.k_groups; ++g) {
-    __m512i bv[kVecs];
-#pragma GCC unroll 8
-    for (int v = 0; v < kVecs; ++v) bv[v] = load_b(b + v * 16 * kGroup);
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      const __m512i av = BroadcastA(a_at(a, r, 0));
-#pragma GCC unroll 8
-      for (int v = 0; v < kVecs; ++v) acc[0][r][v] = Dot<kUnsignedB>(acc[0][r][v], av, bv[v]);
-    }
-    a += (kRowMajorA ? 1 : R) * kGroup;
-    b += kCols * kGroup;
-  }
+  AccumulateTile<R, kVecs, U, kUnsignedB, kRowMajorA, kRowMajorA && kUnsignedB>(
+      acc, t.a, kRowMajorA ? t.a_ld : 0, t.b, t.k_groups);
 
   // Locals: stores to C could otherwise alias the arguments and force reloads.
   const bool accumulate = t.accumulate;
@@ -109,7 +41,6 @@ void Tile(const TileArgs& t) {
   const int64_t ldc = t.ldc;
   if (t.finish != nullptr) {
     const TileFinish& f = *t.finish;
-    static_assert(kVecs == 2, "a row's 32 bytes are half of NarrowToBytes' 64");
     __mmask16 masks[kVecs];
     __m512 multipliers[kVecs], biases[kVecs];
     __m512i acc_biases[kVecs];
@@ -249,7 +180,7 @@ void ColumnSumsAvx512Vnni(const int8_t* packed, int64_t panels, int64_t k_groups
   // vpdpbusd of ones against each group of the panel sums its 4 bytes per column.
   const __m512i ones = _mm512_set1_epi8(1);
   for (int64_t p = 0; p < panels; ++p) {
-    const int8_t* panel = packed + p * k_groups * kCols * kGroup;
+    const int8_t* panel = packed + p * k_groups * kTileCols * kGroup;
     __m512i acc[kVecs];
 #pragma GCC unroll 8
     for (int v = 0; v < kVecs; ++v) acc[v] = _mm512_setzero_si512();
@@ -257,11 +188,11 @@ void ColumnSumsAvx512Vnni(const int8_t* packed, int64_t panels, int64_t k_groups
 #pragma GCC unroll 8
       for (int v = 0; v < kVecs; ++v) {
         acc[v] = _mm512_dpbusd_epi32(acc[v], ones,
-                                     _mm512_loadu_si512(panel + (g * kCols + v * 16) * kGroup));
+                                     _mm512_loadu_si512(panel + (g * kTileCols + v * 16) * kGroup));
       }
     }
 #pragma GCC unroll 8
-    for (int v = 0; v < kVecs; ++v) _mm512_storeu_si512(col_sums + p * kCols + v * 16, acc[v]);
+    for (int v = 0; v < kVecs; ++v) _mm512_storeu_si512(col_sums + p * kTileCols + v * 16, acc[v]);
   }
 }
 
