@@ -1,8 +1,9 @@
 // Google Benchmark for the float GEMM (kernels/float/sgemm.h) on the shapes
 // the float ops run: square-ish MatMul, transformer projections (weights = B,
 // packed once) and convolution as im2col (weights = A, packed once; N = output
-// pixels). Counter: GFLOPS = 2 x MACs per second (wall time). OCTET_ISA
-// selects the path. Run: build/<dir>/sgemm_bench [--benchmark_filter=...]
+// pixels). Counter: GFLOPS = 2 x MACs per second (wall time). Also the softmax
+// row of attention (vmath::SoftmaxRow, 128 keys, without and with padding).
+// OCTET_ISA selects the path. Run: build/<dir>/sgemm_bench [--benchmark_filter=...]
 #include <benchmark/benchmark.h>
 
 #include <map>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "kernels/float/sgemm.h"
+#include "kernels/float/vmath.h"
 #include "runtime/thread_pool.h"
 
 namespace octet {
@@ -72,6 +74,24 @@ void Args(benchmark::internal::Benchmark* b) {
 }
 
 BENCHMARK(BM_Sgemm)->Apply(Args)->UseRealTime()->MinTime(0.2);
+
+// 4096 rows of 128 attention scores; state.range(0) of them kept, the rest
+// padded as BERT masks them (-10000 added), whose exps underflow to 0.
+void BM_SoftmaxRow(benchmark::State& state) {
+  constexpr int64_t kRows = 4096, kKeys = 128;
+  const int64_t kept = state.range(0);
+  std::vector<float> x(kRows * kKeys), y(kKeys);
+  for (int64_t r = 0; r < kRows; ++r)
+    for (int64_t j = 0; j < kKeys; ++j)
+      x[r * kKeys + j] =
+          (j < kept ? 0.f : -10000.f) + 0.01f * static_cast<float>((r * 7 + j * 13) % 97);
+  for (auto _ : state) {
+    for (int64_t r = 0; r < kRows; ++r) vmath::SoftmaxRow(x.data() + r * kKeys, y.data(), kKeys);
+    benchmark::DoNotOptimize(y.data());
+  }
+}
+
+BENCHMARK(BM_SoftmaxRow)->Arg(128)->Arg(20)->ArgName("kept")->UseRealTime();
 
 }  // namespace
 }  // namespace octet

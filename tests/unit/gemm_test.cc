@@ -276,8 +276,8 @@ TEST_P(GemmIsaTest, LargestExactKWithTheLargestProducts) {
 }
 
 TEST_P(GemmIsaTest, SmallProductsOfAttentionShapes) {
-  // Below kGemmMinParallelMacs with K a multiple of 4, AVX-512 VNNI reads A in
-  // place (int8 A as the signed operand with B flipped): attention's head
+  // With K a multiple of 4, AVX-512 VNNI reads A in place (int8 A as the
+  // signed operand with B flipped); small products skip the pool: attention's head
   // shapes, operands and zero points at the type limits, padded rows (the
   // last row of A ends at the guard page), per-row / per-column zero points.
   for (int p = 0; p < 4; ++p) {
