@@ -8,6 +8,8 @@
 
 #include <cstdint>
 #include <cstring>
+#include <set>
+#include <string>
 
 #include "runtime/session.h"
 
@@ -85,18 +87,24 @@ class PySession {
       py::gil_scoped_release release;
       session_ = InferenceSession::FromFile(path, options);
     }
+    for (const TensorInfo &info : session_->inputs())
+      if (info.reads_only_own_bytes) read_in_bounds_.insert(info.name);
   }
 
-  // Whether a feed's bytes can be read in place instead of copied: kernels may
-  // read to the end of the 64-byte line after a tensor's last one (counted from
-  // its start) and find zeros there (core/tensor.cc), so those bytes must lie in
-  // the page of the feed's last byte (mapped, hence readable) and be zero, and
-  // the data must be aligned for its elements. A 1 MB copy cost a 208 x 208
-  // convolution 40-55 us of its 700. The session only reads feeds, and an
-  // output that shares their bytes is copied (a view owns nothing).
-  static bool ReadableInPlace(const void *data, size_t nbytes, size_t element_size) {
+  // Whether a feed's bytes can be read in place instead of copied (a 1 MB copy
+  // cost a 208 x 208 convolution 40-55 us of its 700). The data must be
+  // aligned for its elements. Unless every kernel reading the input reads only
+  // its bytes (TensorInfo::reads_only_own_bytes), kernels may read to the end
+  // of the 64-byte line after its last byte (counted from its start) and find
+  // zeros there (core/tensor.cc), so those bytes must lie in the page of the
+  // feed's last byte (mapped, hence readable) and be zero. The session only
+  // reads feeds, and an output that shares their bytes is copied (a view owns
+  // nothing).
+  bool ReadableInPlace(const std::string &name, const void *data, size_t nbytes,
+                       size_t element_size) const {
     const auto begin = reinterpret_cast<uintptr_t>(data);
     if (nbytes == 0 || begin % element_size != 0) return false;
+    if (read_in_bounds_.count(name)) return true;
     const uintptr_t end = begin + nbytes, padded_end = begin + (nbytes + 63) / 64 * 64 + 64;
     const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
     if ((end - 1) / page != (padded_end - 1) / page) return false;
@@ -121,7 +129,7 @@ class PySession {
       OCTET_CHECK(nbytes == static_cast<size_t>(NumElements(shape)) * DTypeSize(dtype),
                   "internal: input '", name, "' has ", nbytes, " bytes, expected ",
                   NumElements(shape) * DTypeSize(dtype));
-      if (ReadableInPlace(array.data(), nbytes, DTypeSize(dtype))) {
+      if (ReadableInPlace(name, array.data(), nbytes, DTypeSize(dtype))) {
         tensors.emplace_back(name, Tensor::View(dtype, shape, const_cast<void *>(array.data())));
         continue;
       }
@@ -158,6 +166,7 @@ class PySession {
 
  private:
   std::unique_ptr<InferenceSession> session_;
+  std::set<std::string> read_in_bounds_;  // inputs fed in place whatever follows them
 };
 
 }  // namespace

@@ -102,6 +102,9 @@ class FusedQdqConvKernel : public OpKernel {
     }
   }
 
+  // x goes only to Int8Conv, whose every path runs on guarded x in conv_fast_test.
+  bool ReadsOnlyInputBytes(size_t input) const override { return input == kFusedConvX; }
+
   void Run(KernelContext& ctx) override {
     const Node& node = ctx.node();
     const Tensor& x = ctx.input(kFusedConvX);

@@ -319,7 +319,12 @@ class QuantizeLinearKernel : public OpKernel {
   QuantizeLinearKernel(const QdqVersion& v, const KernelInit& init)
       : version_(v),
         output_type_(QuantizeOutputType(v, init.node, init.input_types)),
-        saturate_(v.has_saturate ? init.node.GetInt("saturate", 1) != 0 : true) {}
+        saturate_(v.has_saturate ? init.node.GetInt("saturate", 1) != 0 : true),
+        float32_x_(init.input_types[0] == DType::kFloat32) {}
+
+  // float32 x goes to QuantizeSpan (run on guarded x in quantize_kernels_test)
+  // or to the per-element loop; other types are widened by a copy first.
+  bool ReadsOnlyInputBytes(size_t input) const override { return input == 0 && float32_x_; }
 
   void Run(KernelContext& ctx) override {
     const Node& node = ctx.node();
@@ -400,6 +405,7 @@ class QuantizeLinearKernel : public OpKernel {
   const QdqVersion& version_;
   DType output_type_;
   bool saturate_;
+  bool float32_x_;
 };
 
 class DequantizeLinearKernel : public OpKernel {

@@ -60,6 +60,13 @@ class OpKernel {
  public:
   virtual ~OpKernel() = default;
   virtual void Run(KernelContext& ctx) = 0;
+  // True when Run reads no byte past input i's last one (and keeps no view of
+  // it), so a graph input read only by such kernels may be a view of caller
+  // memory with nothing after it (TensorInfo::reads_only_own_bytes). Other
+  // kernels may read to the end of the 64-byte line after a tensor's last
+  // byte (core/tensor.cc). Declare it only for code run on guarded memory in
+  // the unit tests (tests/unit/guarded_buffer.h).
+  virtual bool ReadsOnlyInputBytes(size_t /*input*/) const { return false; }
 };
 
 struct KernelDef {

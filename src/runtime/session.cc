@@ -123,7 +123,17 @@ void InferenceSession::Impl::Prepare(int threads) {
     compiled.push_back(CompiledNode{&node, def.create(init), out_types, constants});
   }
 
-  for (int v : g.inputs) input_infos.push_back(MakeInfo(g.values[v]));
+  std::set<int> keep(g.outputs.begin(), g.outputs.end());
+  for (int v : g.inputs) {
+    TensorInfo info = MakeInfo(g.values[v]);
+    // An input that is also an output comes back as itself, so it needs octet's padding.
+    info.reads_only_own_bytes = !keep.count(v);
+    for (const CompiledNode &c : compiled)
+      for (size_t i = 0; i < c.node->inputs.size(); ++i)
+        if (c.node->inputs[i] == v && !c.kernel->ReadsOnlyInputBytes(i))
+          info.reads_only_own_bytes = false;
+    input_infos.push_back(info);
+  }
   for (int v : g.outputs) {
     OCTET_CHECK(value_types[v] != DType::kUndefined, "graph output '", g.values[v].name,
                 "' is not produced by any node");
@@ -138,7 +148,6 @@ void InferenceSession::Impl::Prepare(int threads) {
   for (size_t n = 0; n < g.nodes.size(); ++n)
     for (int in : g.nodes[n].inputs)
       if (in >= 0) last_use[in] = static_cast<int>(n);
-  std::set<int> keep(g.outputs.begin(), g.outputs.end());
   release_after.assign(g.nodes.size(), {});
   for (size_t v = 0; v < g.values.size(); ++v)
     if (last_use[v] >= 0 && !keep.count(static_cast<int>(v)) && !g.values[v].initializer)

@@ -20,6 +20,11 @@ struct TensorInfo {
   DType dtype = DType::kUndefined;
   std::vector<Dim> shape;  // empty with has_shape=false when the model gives none
   bool has_shape = false;
+  // Inputs only: every kernel reading this input reads only its bytes, so a
+  // Tensor::View of caller memory may be fed as it is. Otherwise a feed must be
+  // readable, and zero, to the end of the 64-byte line after its last byte
+  // (counted from its start), as octet's own tensors are.
+  bool reads_only_own_bytes = false;
 };
 
 class InferenceSession {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "guarded_buffer.h"
 #include "kernels/int8/conv.h"
 #include "kernels/int8/conv_reference.h"
 #include "kernels/int8/requantize.h"
@@ -61,7 +62,10 @@ int TypeMin(bool is_signed) { return is_signed ? -128 : 0; }
 int TypeMax(bool is_signed) { return is_signed ? 127 : 255; }
 
 struct Data {
-  std::vector<uint8_t> x, w;
+  // x ends right before a guard page: sessions feed caller memory with no
+  // padding after it to the convolution (ReadsOnlyInputBytes in ops/registry.h).
+  std::unique_ptr<GuardedBuffer<uint8_t>> x;
+  std::vector<uint8_t> w;
   std::vector<int32_t> x_zero, w_zero, bias;
   std::vector<float> multipliers;
   Int8ConvOperand x_op, w_op;
@@ -71,9 +75,10 @@ Data MakeData(const Case& c, std::mt19937& rng) {
   const ConvGeometry& g = c.g;
   Data d;
   std::uniform_int_distribution<int> byte(0, 255);
-  d.x.resize(g.batch * g.in_channels * g.in_h * g.in_w);
+  d.x = std::make_unique<GuardedBuffer<uint8_t>>(g.batch * g.in_channels * g.in_h * g.in_w);
+  GuardedBuffer<uint8_t>& x = *d.x;
   d.w.resize(g.out_channels * (g.in_channels / g.group) * g.kernel_h * g.kernel_w);
-  for (auto& v : d.x) v = static_cast<uint8_t>(byte(rng));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<uint8_t>(byte(rng));
   for (auto& v : d.w) v = static_cast<uint8_t>(byte(rng));
   const bool w_zero_0 = c.zero_mode >= 3;
   const bool at_min = c.zero_mode == 1 || c.zero_mode == 4;
@@ -91,7 +96,7 @@ Data MakeData(const Case& c, std::mt19937& rng) {
     // with w zero point 0 the largest |w - 0| is -128 (int8) or 255 (uint8)
     const bool w_at_min = w_zero_0 ? c.w_signed : at_max;
     const int w_far = w_at_min ? TypeMin(c.w_signed) : TypeMax(c.w_signed);
-    for (size_t i = 0; i < d.x.size(); i += 2) d.x[i] = static_cast<uint8_t>(x_far);
+    for (size_t i = 0; i < x.size(); i += 2) x[i] = static_cast<uint8_t>(x_far);
     for (size_t i = 0; i < d.w.size(); i += 2) d.w[i] = static_cast<uint8_t>(w_far);
   }
   std::uniform_int_distribution<int32_t> bias(-100000, 100000);
@@ -100,7 +105,7 @@ Data MakeData(const Case& c, std::mt19937& rng) {
   d.multipliers.resize(g.out_channels);
   for (auto& b : d.bias) b = bias(rng);
   for (auto& m : d.multipliers) m = mult(rng);
-  d.x_op = {d.x.data(), c.x_signed, d.x_zero.data(), false};
+  d.x_op = {x.data(), c.x_signed, d.x_zero.data(), false};
   d.w_op = {d.w.data(), c.w_signed, d.w_zero.data(), c.w_zero_per_channel};
   return d;
 }
