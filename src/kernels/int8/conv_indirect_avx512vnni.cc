@@ -66,33 +66,36 @@ constexpr int kPixels = static_cast<int>(kIndirectPixels);
   }
 }
 
-// kVectors zmm of 16 channels and kHalf ymm of 8.
-template <int kVectors, int kHalf>
+// kVectors zmm of 16 channels and kHalf ymm of 8, for the first kRows pixels
+// (t.count <= kRows): a tail of 1-4 pixels (the last tile of a 13 x 13 output
+// has 1) does not pay for 8.
+template <int kVectors, int kHalf, int kRows>
 void Tile(const IndirectTile& t) {
+  static_assert(kRows >= 1 && kRows <= kPixels);
   constexpr int kWidth = 16 * kVectors + 8 * kHalf;
   // The sums start at the channels' biases.
   __m512i acc[kPixels][kVectors + 1];  // the last one unused without kHalf
   __m256i acc_half[kPixels];
   for (int v = 0; v < kVectors; ++v) {
     const __m512i bias = _mm512_loadu_si512(t.bias + v * 16);
-    for (int r = 0; r < kPixels; ++r) acc[r][v] = bias;
+    for (int r = 0; r < kRows; ++r) acc[r][v] = bias;
   }
   const __m256i bias_half =
       kHalf ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.bias + kVectors * 16))
             : _mm256_setzero_si256();
-  for (int r = 0; r < kPixels; ++r) acc_half[r] = bias_half;
+  for (int r = 0; r < kRows; ++r) acc_half[r] = bias_half;
   const uint8_t* w = t.w;
   const int64_t run_bytes = 4 * t.run_groups;
   for (int64_t run = 0; run < t.runs; ++run) {
-    const uint8_t* row[kPixels];
-    for (int r = 0; r < kPixels; ++r) row[r] = t.pixels[r] + t.run_offsets[run];
+    const uint8_t* row[kRows];
+    for (int r = 0; r < kRows; ++r) row[r] = t.pixels[r] + t.run_offsets[run];
     for (int64_t off = 0; off < run_bytes; off += 4, w += kWidth * 4) {
       __m512i wv[kVectors + 1];
       for (int v = 0; v < kVectors; ++v) wv[v] = _mm512_loadu_si512(w + v * 64);
       const __m256i w_half =
           kHalf ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + kVectors * 64))
                 : _mm256_setzero_si256();
-      for (int r = 0; r < kPixels; ++r) {
+      for (int r = 0; r < kRows; ++r) {
         int32_t bytes;
         std::memcpy(&bytes, row[r] + off, 4);
         const __m512i xb = _mm512_set1_epi32(bytes);
@@ -103,7 +106,7 @@ void Tile(const IndirectTile& t) {
     }
   }
   if (kHalf) {
-    for (int r = 0; r < kPixels; ++r) acc[r][kVectors] = _mm512_zextsi256_si512(acc_half[r]);
+    for (int r = 0; r < kRows; ++r) acc[r][kVectors] = _mm512_zextsi256_si512(acc_half[r]);
   }
   // The epilogue loops are unrolled: acc is indexed by constants.
   if (t.multipliers == nullptr) {  // int32 output
@@ -111,7 +114,7 @@ void Tile(const IndirectTile& t) {
     for (int v = 0; v < kVectors + kHalf; ++v) {
       const int64_t channels = std::min<int64_t>(t.channels - v * 16, 16);
       alignas(64) int32_t sums[kPixels][16];
-      for (int r = 0; r < kPixels; ++r) _mm512_store_si512(sums[r], acc[r][v]);
+      for (int r = 0; r < kRows; ++r) _mm512_store_si512(sums[r], acc[r][v]);
       auto* y = static_cast<int32_t*>(t.y) + v * 16 * t.ld;
       for (int64_t ch = 0; ch < channels; ++ch)
         for (int64_t r = 0; r < t.count; ++r) y[ch * t.ld + r] = sums[r][ch];
@@ -127,7 +130,8 @@ void Tile(const IndirectTile& t) {
     const __m512 multiplier = _mm512_loadu_ps(t.multipliers + v * 16);
     __m512i q[kPixels];
 #pragma GCC unroll 8
-    for (int r = 0; r < kPixels; ++r) q[r] = RequantizeVector(acc[r][v], multiplier, requant);
+    for (int r = 0; r < kRows; ++r) q[r] = RequantizeVector(acc[r][v], multiplier, requant);
+    for (int r = kRows; r < kPixels; ++r) q[r] = q[0];  // transposed along, never stored
     StoreBytes(q, t.signed_output, static_cast<uint8_t*>(t.y) + v * 16 * t.ld, t.ld, channels,
                t.count);
   }
@@ -290,21 +294,33 @@ void ToNhwc(const uint8_t* x, int64_t channels, int64_t channel_stride, int64_t 
 
 }  // namespace
 
-void IndirectTileAvx512Vnni(int64_t panel_width, const IndirectTile& t) {
+namespace {
+
+template <int kRows>
+void TileRows(int64_t panel_width, const IndirectTile& t) {
   switch (panel_width) {
     case 8:
-      return Tile<0, 1>(t);
+      return Tile<0, 1, kRows>(t);
     case 16:
-      return Tile<1, 0>(t);
+      return Tile<1, 0, kRows>(t);
     case 24:
-      return Tile<1, 1>(t);
+      return Tile<1, 1, kRows>(t);
     case 32:
-      return Tile<2, 0>(t);
+      return Tile<2, 0, kRows>(t);
     case 40:
-      return Tile<2, 1>(t);
+      return Tile<2, 1, kRows>(t);
     default:
-      return Tile<3, 0>(t);
+      return Tile<3, 0, kRows>(t);
   }
+}
+
+}  // namespace
+
+void IndirectTileAvx512Vnni(int64_t panel_width, const IndirectTile& t) {
+  if (t.count == 1) return TileRows<1>(panel_width, t);
+  if (t.count == 2) return TileRows<2>(panel_width, t);
+  if (t.count <= 4) return TileRows<4>(panel_width, t);
+  TileRows<kPixels>(panel_width, t);
 }
 
 void ToNhwcAvx512Vnni(const uint8_t* x, int64_t channels, int64_t channel_stride, int64_t count,
