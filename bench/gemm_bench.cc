@@ -76,6 +76,47 @@ void Shapes(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_GemmS32)->Apply(Shapes);
 
+// The fused QDQ matmul's product (src/ops/fused_qdq_matmul.cc): A of 8 bits with
+// zero point -5 (int8) or 131 (uint8), symmetric int8 weights, requantized to A's
+// type in the tile (per-tensor multiplier, y zero point 3); issue 4's qdq_s8 /
+// qdq_u8 shapes without the session around them.
+void BM_GemmS32Requantized(benchmark::State& state) {
+  const int64_t M = state.range(0), K = state.range(1), N = state.range(2);
+  const bool a_signed = state.range(3) != 0;
+  std::mt19937 rng(42);
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::vector<uint8_t> a(M * K + 64), b(K * N);
+  for (auto& v : a) v = static_cast<uint8_t>(byte(rng));
+  for (auto& v : b) v = static_cast<uint8_t>(byte(rng));
+  const PackedB packed = PackB(b.data(), /*b_signed=*/true, K, N, N);
+  std::vector<uint8_t> y(M * N);
+  const int32_t a_zero = a_signed ? -5 : 131, b_zero = 0;
+  const float multiplier = 1.0f / (40.0f * 32.0f * 32.0f);
+  RequantizeParams params;
+  params.multiplier = &multiplier;
+  params.zero_point = 3;
+  params.output_type = a_signed ? DType::kInt8 : DType::kUInt8;
+  for (auto _ : state) {
+    GemmS32Requantized(M, Int8Operand{a.data(), a_signed, K}, &a_zero, false, packed, &b_zero,
+                       false, params, y.data(), N, nullptr);
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  const double ops = 2.0 * M * N * K;
+  state.counters["GOPS"] =
+      benchmark::Counter(ops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  if (PeakOpsPerCore() > 0) {
+    state.counters["peak"] =
+        benchmark::Counter(ops / PeakOpsPerCore(), benchmark::Counter::kIsIterationInvariantRate);
+  }
+  state.SetLabel(IsaName(packed.isa));
+}
+BENCHMARK(BM_GemmS32Requantized)
+    ->ArgsProduct({{16, 128, 512}, {1024}, {1024}, {0, 1}})
+    ->ArgNames({"M", "K", "N", "a_signed"})
+    ->UseRealTime()
+    ->MinTime(0.3);
+
 // One attention layer's products at batch 32 (384 heads): int8 A x int8 B
 // that changes every product (packed per product into one reused PackedB, as
 // RunIntMatMul does for a run-time B), requantized to int8 (in the tile on
