@@ -33,6 +33,16 @@ ThreadPool* PoolFor(int threads) {
   return pool.get();
 }
 
+// GOPS and the fraction of `threads` x the single-core peak, for `ops` per iteration.
+void SetOpsCounters(benchmark::State& state, double ops, int threads) {
+  state.counters["GOPS"] =
+      benchmark::Counter(ops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  if (PeakOpsPerCore() > 0) {
+    state.counters["peak"] = benchmark::Counter(ops / (PeakOpsPerCore() * threads),
+                                                benchmark::Counter::kIsIterationInvariantRate);
+  }
+}
+
 void BM_GemmS32(benchmark::State& state) {
   const int64_t M = state.range(0), K = state.range(1), N = state.range(2);
   const int threads = static_cast<int>(state.range(3));
@@ -51,13 +61,7 @@ void BM_GemmS32(benchmark::State& state) {
     benchmark::DoNotOptimize(c.data());
     benchmark::ClobberMemory();
   }
-  const double ops = 2.0 * M * N * K;
-  state.counters["GOPS"] =
-      benchmark::Counter(ops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-  if (PeakOpsPerCore() > 0) {
-    state.counters["peak"] = benchmark::Counter(ops / (PeakOpsPerCore() * threads),
-                                                benchmark::Counter::kIsIterationInvariantRate);
-  }
+  SetOpsCounters(state, 2.0 * M * N * K, threads);
   if (M == 1) {
     state.counters["weight_GBps"] =
         benchmark::Counter(K * N * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
@@ -102,13 +106,7 @@ void BM_GemmS32Requantized(benchmark::State& state) {
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }
-  const double ops = 2.0 * M * N * K;
-  state.counters["GOPS"] =
-      benchmark::Counter(ops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-  if (PeakOpsPerCore() > 0) {
-    state.counters["peak"] =
-        benchmark::Counter(ops / PeakOpsPerCore(), benchmark::Counter::kIsIterationInvariantRate);
-  }
+  SetOpsCounters(state, 2.0 * M * N * K, 1);
   state.SetLabel(IsaName(packed.isa));
 }
 BENCHMARK(BM_GemmS32Requantized)
@@ -144,13 +142,7 @@ void BM_AttentionProducts(benchmark::State& state) {
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }
-  const double ops = 2.0 * batch * M * N * K;
-  state.counters["GOPS"] =
-      benchmark::Counter(ops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-  if (PeakOpsPerCore() > 0) {
-    state.counters["peak"] =
-        benchmark::Counter(ops / PeakOpsPerCore(), benchmark::Counter::kIsIterationInvariantRate);
-  }
+  SetOpsCounters(state, 2.0 * batch * M * N * K, 1);
   state.SetLabel(IsaName(packed.isa));
 }
 BENCHMARK(BM_AttentionProducts)
