@@ -10,6 +10,7 @@
 #include <cstring>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "runtime/session.h"
 
@@ -115,6 +116,10 @@ class PySession {
   }
 
   py::list inputs() const { return Describe(session_->inputs()); }
+  // The inputs read in place whatever memory follows them (for the tests).
+  std::vector<std::string> inputs_read_in_place() const {
+    return {read_in_bounds_.begin(), read_in_bounds_.end()};
+  }
   py::list outputs() const { return Describe(session_->outputs()); }
 
   // feeds: (name, dtype code, C-contiguous storage array); returns
@@ -178,6 +183,7 @@ PYBIND11_MODULE(_octet, m) {
   py::class_<octet::PySession>(m, "Session")
       .def(py::init<const py::object &, int>(), py::arg("model"), py::arg("threads"))
       .def("inputs", &octet::PySession::inputs)
+      .def("inputs_read_in_place", &octet::PySession::inputs_read_in_place)
       .def("outputs", &octet::PySession::outputs)
       .def("run", &octet::PySession::Run, py::arg("output_names"), py::arg("feeds"));
 }

@@ -100,10 +100,10 @@ class ConvIntegerKernel : public OpKernel {
     weights_.Prepare(init, attrs_, false);
   }
 
-  // Inputs: x, w, x_zero_point (optional), w_zero_point (optional).
   // x goes only to Int8Conv, whose every path runs on guarded x in conv_fast_test.
   bool ReadsOnlyInputBytes(size_t input) const override { return input == 0; }
 
+  // Inputs: x, w, x_zero_point (optional), w_zero_point (optional).
   void Run(KernelContext& ctx) override {
     const Node& node = ctx.node();
     const Tensor& x = ctx.input(0);
@@ -134,11 +134,11 @@ class QLinearConvKernel : public OpKernel {
     weights_.Prepare(init, attrs_, true);
   }
 
-  // Inputs: x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale,
-  // y_zero_point, B (optional int32 bias, one per output channel).
   // x goes only to Int8Conv, whose every path runs on guarded x in conv_fast_test.
   bool ReadsOnlyInputBytes(size_t input) const override { return input == 0; }
 
+  // Inputs: x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale,
+  // y_zero_point, B (optional int32 bias, one per output channel).
   void Run(KernelContext& ctx) override {
     const Node& node = ctx.node();
     const Tensor& x = ctx.input(0);

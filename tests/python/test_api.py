@@ -388,6 +388,7 @@ def test_feeds_ending_at_an_unreadable_page(case):
     model, x = _bounded_reader_case(case, np.random.default_rng(5))
     session = octet.InferenceSession(model.SerializeToString())
     name = session.get_inputs()[0].name
+    assert session._session.inputs_read_in_place() == ([] if case == "softmax" else [name])
     guarded = _guarded(x)
     assert not _readable_in_place(guarded)  # octet's own padding check would copy it
     got = session.run(None, {name: guarded})[0]
@@ -399,3 +400,28 @@ def test_feeds_ending_at_an_unreadable_page(case):
         assert np.abs(got.astype(np.int32) - want).max() <= 1
     else:
         np.testing.assert_array_equal(got, want)
+
+
+def test_an_input_with_any_other_reader_is_not_read_in_place():
+    """x feeds QuantizeLinear (reads only x's bytes) and Relu (may read past them): the
+    session must not mark x, and a guarded x is copied first; y is the graph input
+    itself, returned as an output, so it is not marked either."""
+    model = make_model(
+        [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
+         helper.make_node("Relu", ["x"], ["r"]),
+         helper.make_node("QuantizeLinear", ["y", "s", "z"], ["qy"])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None]),
+         helper.make_tensor_value_info("y", TensorProto.FLOAT, [None])],
+        [helper.make_tensor_value_info("q", TensorProto.INT8, None),
+         helper.make_tensor_value_info("r", TensorProto.FLOAT, None),
+         helper.make_tensor_value_info("qy", TensorProto.INT8, None),
+         helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.array(0.1, np.float32), "s"),
+         numpy_helper.from_array(np.array(3, np.int8), "z")])
+    session = octet.InferenceSession(model.SerializeToString())
+    assert session._session.inputs_read_in_place() == []
+    x = np.random.default_rng(2).uniform(-15, 15, 333).astype(np.float32)
+    got = session.run(None, {"x": _guarded(x), "y": _guarded(x)})
+    want = ort_session(model).run(None, {"x": x, "y": x})
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
