@@ -156,13 +156,16 @@ void Tile(const IndirectTile& t) {
 // g0 + j, 128-bit lane l and dword k holding pixel pixel0 + lane_pixels * l
 // + k; m[j] for j >= group_count are 0) as group_count dwords per pixel at
 // nhwc + pixel * cp; only pixels before `end` are stored.
+template <int kVectors>
 [[gnu::always_inline]] inline void StoreGroupColumns(const __m512i* m, int64_t group_count,
                                                      int64_t pixel0, int64_t lane_pixels,
                                                      int64_t end, int64_t cp, uint8_t* nhwc) {
+  static_assert(kVectors == 4 || kVectors == 8 || kVectors == 16);
   auto at = [&](int l, int k) { return nhwc + (pixel0 + lane_pixels * l + k) * cp; };
   auto stored = [&](int l, int k) { return pixel0 + lane_pixels * l + k < end; };
-  __m512i u[16];
-  if (group_count <= 4) {  // a 4 x 16 transpose: each 128-bit lane one pixel's groups
+  __m512i u[kVectors];
+  if constexpr (kVectors == 4) {
+    // A 4 x 16 transpose: each 128-bit lane one pixel's groups.
     TransposeDwordQuads(m, 4, u);
     const __mmask8 group_mask = static_cast<__mmask8>((1u << group_count) - 1);
     for (int k = 0; k < 4; ++k) {
@@ -173,9 +176,8 @@ void Tile(const IndirectTile& t) {
         if (stored(l, k)) _mm_mask_storeu_epi32(at(l, k), group_mask, lanes[l]);
       }
     }
-    return;
-  }
-  if (group_count <= 8) {  // an 8 x 16 transpose: a pixel's groups in two 128-bit lanes
+  } else if constexpr (kVectors == 8) {
+    // An 8 x 16 transpose: a pixel's groups in two 128-bit lanes.
     TransposeDwordQuads(m, 8, u);
     // u[4q + k], lane l: groups 4q..4q+3 of lane l's pixel k; lo / hi: lanes 0, 2 / 1, 3.
     const __mmask8 group_mask = static_cast<__mmask8>((1u << group_count) - 1);
@@ -192,100 +194,119 @@ void Tile(const IndirectTile& t) {
         _mm256_mask_storeu_epi32(at(l, k), group_mask, groups8);
       }
     }
-    return;
-  }
-  TransposeDwordQuads(m, 16, u);
-  // u[4q + k], lane l: groups 4q..4q+3 of lane l's pixel k.
-  const __mmask16 group_mask = static_cast<__mmask16>((1u << group_count) - 1);
-  for (int k = 0; k < 4; ++k) {
-    const __m512i v0 = _mm512_shuffle_i32x4(u[k], u[4 + k], 0x88);
-    const __m512i v1 = _mm512_shuffle_i32x4(u[k], u[4 + k], 0xDD);
-    const __m512i w0 = _mm512_shuffle_i32x4(u[8 + k], u[12 + k], 0x88);
-    const __m512i w1 = _mm512_shuffle_i32x4(u[8 + k], u[12 + k], 0xDD);
-    const __m512i columns[4] = {
-        _mm512_shuffle_i32x4(v0, w0, 0x88), _mm512_shuffle_i32x4(v1, w1, 0x88),
-        _mm512_shuffle_i32x4(v0, w0, 0xDD), _mm512_shuffle_i32x4(v1, w1, 0xDD)};
-    for (int l = 0; l < 4; ++l) {
-      if (stored(l, k)) _mm512_mask_storeu_epi32(at(l, k), group_mask, columns[l]);
+  } else {
+    // A 16 x 16 transpose.
+    TransposeDwordQuads(m, 16, u);
+    // u[4q + k], lane l: groups 4q..4q+3 of lane l's pixel k.
+    const __mmask16 group_mask = static_cast<__mmask16>((1u << group_count) - 1);
+    for (int k = 0; k < 4; ++k) {
+      const __m512i v0 = _mm512_shuffle_i32x4(u[k], u[4 + k], 0x88);
+      const __m512i v1 = _mm512_shuffle_i32x4(u[k], u[4 + k], 0xDD);
+      const __m512i w0 = _mm512_shuffle_i32x4(u[8 + k], u[12 + k], 0x88);
+      const __m512i w1 = _mm512_shuffle_i32x4(u[8 + k], u[12 + k], 0xDD);
+      const __m512i columns[4] = {
+          _mm512_shuffle_i32x4(v0, w0, 0x88), _mm512_shuffle_i32x4(v1, w1, 0x88),
+          _mm512_shuffle_i32x4(v0, w0, 0xDD), _mm512_shuffle_i32x4(v1, w1, 0xDD)};
+      for (int l = 0; l < 4; ++l) {
+        if (stored(l, k)) _mm512_mask_storeu_epi32(at(l, k), group_mask, columns[l]);
+      }
     }
   }
 }
 
-// ToNhwcAvx512Vnni with the flip known (0 for uint8 x: no XOR at all).
+// One step's block of 16 channel groups (g0 onward, group_count of them) of
+// ToNhwc, as kVectors-wide dword transposes (4, 8 or 16: group_count rounded up).
+// Byte and word unpacks of a group's 4 channel rows give the group's 4 bytes of
+// each pixel as dwords: in a 64-pixel step quads[j][q], lane l holding pixels
+// 16 l + 4 q .. + 3; in a 16-pixel step m[j], lane l pixels 4 l .. + 3. A dword
+// transpose over the groups then gives each of those pixels' bytes.
+template <bool kFlip, int kVectors>
+void TransposeBlock(const uint8_t* x, int64_t channels, int64_t channel_stride, int64_t p,
+                    int64_t count, __mmask64 pixel_mask, bool wide, int64_t g0, int64_t group_count,
+                    uint8_t flip, int64_t cp, uint8_t* nhwc) {
+  const __m512i flip_bytes = _mm512_set1_epi8(static_cast<char>(flip));
+  auto load = [&](int64_t ch) {  // 0 past the channels
+    if (ch >= channels) return _mm512_setzero_si512();
+    const __m512i bytes = _mm512_maskz_loadu_epi8(pixel_mask, x + ch * channel_stride + p);
+    return kFlip ? _mm512_xor_si512(bytes, flip_bytes) : bytes;
+  };
+  auto load16 = [&](int64_t ch) {  // the same for a 16-pixel step
+    if (ch >= channels) return _mm_setzero_si128();
+    const __m128i bytes =
+        _mm_maskz_loadu_epi8(static_cast<__mmask16>(pixel_mask), x + ch * channel_stride + p);
+    return kFlip ? _mm_xor_si128(bytes, _mm512_castsi512_si128(flip_bytes)) : bytes;
+  };
+  if (!wide) {
+    __m512i m[kVectors];
+#pragma GCC unroll 16
+    for (int j = 0; j < kVectors; ++j) {
+      if (j >= group_count) {
+        m[j] = _mm512_setzero_si512();
+        continue;
+      }
+      __m128i c[4];
+      for (int i = 0; i < 4; ++i) c[i] = load16(4 * (g0 + j) + i);
+      const __m128i lo01 = _mm_unpacklo_epi8(c[0], c[1]), hi01 = _mm_unpackhi_epi8(c[0], c[1]);
+      const __m128i lo23 = _mm_unpacklo_epi8(c[2], c[3]), hi23 = _mm_unpackhi_epi8(c[2], c[3]);
+      const __m256i first =
+          _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi16(lo01, lo23)),
+                                  _mm_unpackhi_epi16(lo01, lo23), 1);
+      const __m256i second =
+          _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi16(hi01, hi23)),
+                                  _mm_unpackhi_epi16(hi01, hi23), 1);
+      m[j] = _mm512_inserti64x4(_mm512_castsi256_si512(first), second, 1);
+    }
+    StoreGroupColumns<kVectors>(m, group_count, p, 4, count, cp, nhwc + 4 * g0);
+    return;
+  }
+  __m512i quads[kVectors][4];
+#pragma GCC unroll 16
+  for (int j = 0; j < kVectors; ++j) {
+    if (j >= group_count) {
+      for (auto& quad : quads[j]) quad = _mm512_setzero_si512();
+      continue;
+    }
+    __m512i c[4];
+    for (int i = 0; i < 4; ++i) c[i] = load(4 * (g0 + j) + i);
+    const __m512i lo01 = _mm512_unpacklo_epi8(c[0], c[1]), hi01 = _mm512_unpackhi_epi8(c[0], c[1]);
+    const __m512i lo23 = _mm512_unpacklo_epi8(c[2], c[3]), hi23 = _mm512_unpackhi_epi8(c[2], c[3]);
+    quads[j][0] = _mm512_unpacklo_epi16(lo01, lo23);
+    quads[j][1] = _mm512_unpackhi_epi16(lo01, lo23);
+    quads[j][2] = _mm512_unpacklo_epi16(hi01, hi23);
+    quads[j][3] = _mm512_unpackhi_epi16(hi01, hi23);
+  }
+#pragma GCC unroll 4
+  for (int q = 0; q < 4; ++q) {
+    __m512i m[kVectors];
+#pragma GCC unroll 16
+    for (int j = 0; j < kVectors; ++j) m[j] = quads[j][q];
+    StoreGroupColumns<kVectors>(m, group_count, p + 4 * q, 16, count, cp, nhwc + 4 * g0);
+  }
+}
+
+// ToNhwcAvx512Vnni with the flip known (0 for uint8 x: no XOR at all): 64
+// pixels at a time while that many are left, then 16 at a time (a 64-pixel step
+// costs four dword transposes however few pixels it has); 16 channel groups (64
+// channels) at a time.
 template <bool kFlip>
 void ToNhwc(const uint8_t* x, int64_t channels, int64_t channel_stride, int64_t count, uint8_t flip,
             int64_t cp, uint8_t* nhwc) {
   const int64_t groups = cp / 4;
-  const __m512i flip_bytes = _mm512_set1_epi8(static_cast<char>(flip));
-  const __m128i flip_bytes16 = _mm512_castsi512_si128(flip_bytes);
-  // 64 pixels at a time while that many are left, then 16 at a time (a 64-pixel
-  // step costs four dword transposes however few pixels it has); 16 channel
-  // groups (64 channels) at a time. Byte and word unpacks of a group's 4
-  // channel rows give the group's 4 bytes of each pixel as dwords: in a
-  // 64-pixel step quads[j][q], lane l holding pixels 16 l + 4 q .. + 3; in a
-  // 16-pixel step m[j], lane l pixels 4 l .. + 3. A dword transpose over the
-  // groups then gives each of those pixels' bytes.
   for (int64_t p = 0; p < count;) {
     const bool wide = count - p >= 64;
     const int64_t n = std::min<int64_t>(wide ? 64 : 16, count - p);
     const __mmask64 pixel_mask = n == 64 ? ~__mmask64{0} : (__mmask64{1} << n) - 1;
     for (int64_t g0 = 0; g0 < groups; g0 += 16) {
       const int64_t group_count = std::min<int64_t>(16, groups - g0);
-      const int64_t vectors = group_count <= 4 ? 4 : (group_count <= 8 ? 8 : 16);
-      auto load = [&](int64_t ch) {  // 0 past the channels
-        if (ch >= channels) return _mm512_setzero_si512();
-        const __m512i bytes = _mm512_maskz_loadu_epi8(pixel_mask, x + ch * channel_stride + p);
-        return kFlip ? _mm512_xor_si512(bytes, flip_bytes) : bytes;
-      };
-      auto load16 = [&](int64_t ch) {  // the same for a 16-pixel step
-        if (ch >= channels) return _mm_setzero_si128();
-        const __m128i bytes =
-            _mm_maskz_loadu_epi8(static_cast<__mmask16>(pixel_mask), x + ch * channel_stride + p);
-        return kFlip ? _mm_xor_si128(bytes, flip_bytes16) : bytes;
-      };
-      if (!wide) {
-        __m512i m[16];
-        for (int64_t j = 0; j < vectors; ++j) {
-          if (j >= group_count) {
-            m[j] = _mm512_setzero_si512();
-            continue;
-          }
-          __m128i c[4];
-          for (int64_t i = 0; i < 4; ++i) c[i] = load16(4 * (g0 + j) + i);
-          const __m128i lo01 = _mm_unpacklo_epi8(c[0], c[1]), hi01 = _mm_unpackhi_epi8(c[0], c[1]);
-          const __m128i lo23 = _mm_unpacklo_epi8(c[2], c[3]), hi23 = _mm_unpackhi_epi8(c[2], c[3]);
-          const __m256i first =
-              _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi16(lo01, lo23)),
-                                      _mm_unpackhi_epi16(lo01, lo23), 1);
-          const __m256i second =
-              _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi16(hi01, hi23)),
-                                      _mm_unpackhi_epi16(hi01, hi23), 1);
-          m[j] = _mm512_inserti64x4(_mm512_castsi256_si512(first), second, 1);
-        }
-        StoreGroupColumns(m, group_count, p, 4, count, cp, nhwc + 4 * g0);
-        continue;
-      }
-      __m512i quads[16][4];
-      for (int64_t j = 0; j < vectors; ++j) {
-        if (j >= group_count) {
-          for (auto& quad : quads[j]) quad = _mm512_setzero_si512();
-          continue;
-        }
-        __m512i c[4];
-        for (int64_t i = 0; i < 4; ++i) c[i] = load(4 * (g0 + j) + i);
-        const __m512i lo01 = _mm512_unpacklo_epi8(c[0], c[1]),
-                      hi01 = _mm512_unpackhi_epi8(c[0], c[1]);
-        const __m512i lo23 = _mm512_unpacklo_epi8(c[2], c[3]),
-                      hi23 = _mm512_unpackhi_epi8(c[2], c[3]);
-        quads[j][0] = _mm512_unpacklo_epi16(lo01, lo23);
-        quads[j][1] = _mm512_unpackhi_epi16(lo01, lo23);
-        quads[j][2] = _mm512_unpacklo_epi16(hi01, hi23);
-        quads[j][3] = _mm512_unpackhi_epi16(hi01, hi23);
-      }
-      for (int q = 0; q < 4; ++q) {
-        __m512i m[16];
-        for (int64_t j = 0; j < vectors; ++j) m[j] = quads[j][q];
-        StoreGroupColumns(m, group_count, p + 4 * q, 16, count, cp, nhwc + 4 * g0);
+      if (group_count <= 4) {
+        TransposeBlock<kFlip, 4>(x, channels, channel_stride, p, count, pixel_mask, wide, g0,
+                                 group_count, flip, cp, nhwc);
+      } else if (group_count <= 8) {
+        TransposeBlock<kFlip, 8>(x, channels, channel_stride, p, count, pixel_mask, wide, g0,
+                                 group_count, flip, cp, nhwc);
+      } else {
+        TransposeBlock<kFlip, 16>(x, channels, channel_stride, p, count, pixel_mask, wide, g0,
+                                  group_count, flip, cp, nhwc);
       }
     }
     p += n;
