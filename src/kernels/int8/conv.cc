@@ -109,10 +109,8 @@ TileRequant TileRequantFor(const ConvRequantize& rq) {
   params.output_type = rq.output_type;
   params.y_min = rq.y_min;
   params.y_max = rq.y_max;
-  const auto [y_lo, y_hi] = RequantizeOutputRange(params);
-  return {static_cast<float>(y_lo - params.zero_point),
-          static_cast<float>(y_hi - params.zero_point), params.zero_point,
-          params.output_type == DType::kInt8};
+  const auto [lo, hi] = RequantizeFloatClamp(params);
+  return {lo, hi, params.zero_point, params.output_type == DType::kInt8};
 }
 
 #if defined(__x86_64__) || defined(_M_X64)

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -89,9 +90,7 @@ gemm::TileFinish FinishFor(void* out, int64_t ld_out, const int32_t* acc_bias,
 gemm::TileFinish FinishFor(const RequantizeParams& p, void* out, int64_t ld_out) {
   gemm::TileFinish f =
       FinishFor(out, ld_out, p.bias, p.bias_per_column, p.multiplier, p.multiplier_per_column);
-  const auto [y_lo, y_hi] = RequantizeOutputRange(p);
-  f.lo = static_cast<float>(y_lo - p.zero_point);
-  f.hi = static_cast<float>(y_hi - p.zero_point);
+  std::tie(f.lo, f.hi) = RequantizeFloatClamp(p);
   f.zero_point = p.zero_point;
   return f;
 }

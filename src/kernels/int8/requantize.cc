@@ -16,6 +16,12 @@ std::pair<int32_t, int32_t> RequantizeOutputRange(const RequantizeParams& params
   return {std::max(params.y_min, type_min), std::min(params.y_max, type_min + 255)};
 }
 
+std::pair<float, float> RequantizeFloatClamp(const RequantizeParams& params) {
+  const auto [y_lo, y_hi] = RequantizeOutputRange(params);
+  return {static_cast<float>(y_lo - params.zero_point),
+          static_cast<float>(y_hi - params.zero_point)};
+}
+
 RequantizeParams ColumnsFrom(const RequantizeParams& params, int64_t col0) {
   RequantizeParams p = params;
   if (p.multiplier_per_column) p.multiplier += col0;
@@ -38,9 +44,7 @@ namespace {
 template <typename T>
 void RequantizeRowTyped(const int32_t* acc, int64_t c0, int64_t c1, const RequantizeParams& p,
                         T* out) {
-  const auto [y_lo, y_hi] = RequantizeOutputRange(p);
-  const float lo = static_cast<float>(y_lo - p.zero_point);
-  const float hi = static_cast<float>(y_hi - p.zero_point);
+  const auto [lo, hi] = RequantizeFloatClamp(p);
   for (int64_t c = c0; c < c1; ++c) {
     uint32_t sum = static_cast<uint32_t>(acc[c]);
     if (p.bias) sum += static_cast<uint32_t>(p.bias[p.bias_per_column ? c : 0]);

@@ -93,6 +93,10 @@ FloatOutputParams ColumnsFrom(const FloatOutputParams& params, int64_t col0);
 // output type (may be empty: first > second).
 std::pair<int32_t, int32_t> RequantizeOutputRange(const RequantizeParams& params);
 
+// RequantizeValue's float clamp for `params`: float(lo - zero_point) and
+// float(hi - zero_point) of RequantizeOutputRange.
+std::pair<float, float> RequantizeFloatClamp(const RequantizeParams& params);
+
 // Internal: one row, columns [c0, c1), of each implementation
 // (requantize.cc, requantize_avx2.cc, requantize_avx512.cc). The ISA files
 // call only the scalar row functions, never an inline helper of this header

@@ -14,9 +14,9 @@ namespace {
 
 template <typename T>
 void RequantizeRow(const int32_t* acc, int64_t c0, int64_t c1, const RequantizeParams& p, T* out) {
-  const auto [y_lo, y_hi] = RequantizeOutputRange(p);
-  const __m256 lo = _mm256_set1_ps(static_cast<float>(y_lo - p.zero_point));
-  const __m256 hi = _mm256_set1_ps(static_cast<float>(y_hi - p.zero_point));
+  const auto [clamp_lo, clamp_hi] = RequantizeFloatClamp(p);
+  const __m256 lo = _mm256_set1_ps(clamp_lo);
+  const __m256 hi = _mm256_set1_ps(clamp_hi);
   const __m256i zero_point = _mm256_set1_epi32(p.zero_point);
   const __m256 tensor_multiplier = _mm256_set1_ps(p.multiplier[0]);
   const __m256i tensor_bias = _mm256_set1_epi32(p.bias ? p.bias[0] : 0);

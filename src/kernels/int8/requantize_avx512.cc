@@ -25,10 +25,8 @@ __mmask16 ColumnMask(int64_t count) {
 
 template <typename T>
 void RequantizeRow(const int32_t* acc, int64_t c0, int64_t c1, const RequantizeParams& p, T* out) {
-  const auto [y_lo, y_hi] = RequantizeOutputRange(p);
-  const RequantVectors rq{_mm512_set1_ps(static_cast<float>(y_lo - p.zero_point)),
-                          _mm512_set1_ps(static_cast<float>(y_hi - p.zero_point)),
-                          _mm512_set1_epi32(p.zero_point)};
+  const auto [lo, hi] = RequantizeFloatClamp(p);
+  const RequantVectors rq{_mm512_set1_ps(lo), _mm512_set1_ps(hi), _mm512_set1_epi32(p.zero_point)};
   constexpr bool kSigned = std::numeric_limits<T>::is_signed;
   const __m512 tensor_multiplier = _mm512_set1_ps(p.multiplier[0]);
   const __m512i tensor_bias = _mm512_set1_epi32(p.bias ? p.bias[0] : 0);
