@@ -57,6 +57,21 @@ OCTET_PEAK_LOOP(DpbusdYmmVex, OCTET_VEX_DPBUSD_Y, OCTET_ZERO_Y)
 OCTET_PEAK_LOOP(MaddwdZmm, OCTET_MADDWD_Z, OCTET_ZERO_Z)
 OCTET_PEAK_LOOP(MaddwdYmm, OCTET_MADDWD_Y, OCTET_ZERO_Y)
 
+// Whether vpdpbusd shares its execution ports with the float FMA: 6 vpdpbusd
+// chains (zmm0..5) interleaved with 6 vfmadd231ps chains (zmm6..11). Only the
+// vpdpbusd MACs are counted, so this line equals the vpdpbusd zmm peak when the
+// FMAs run on other ports and falls to about half when they compete.
+#define OCTET_DPBUSD_FMA_Z(i, j) \
+  "vpdpbusd %%zmm15, %%zmm14, %%zmm" #i "\n\tvfmadd231ps %%zmm15, %%zmm14, %%zmm" #j "\n\t"
+inline void DpbusdWithFmaZmm(int64_t iterations) {
+  __asm__ volatile(OCTET_ZERO_Z "1:\n\t" OCTET_DPBUSD_FMA_Z(0, 6) OCTET_DPBUSD_FMA_Z(1, 7)
+                       OCTET_DPBUSD_FMA_Z(2, 8) OCTET_DPBUSD_FMA_Z(3, 9) OCTET_DPBUSD_FMA_Z(4, 10)
+                           OCTET_DPBUSD_FMA_Z(5, 11) "dec %0\n\tjnz 1b\n\tvzeroupper\n\t"
+                   : "+r"(iterations)
+                   :
+                   : "cc", OCTET_CLOBBER_XMM);
+}
+
 // One vpdpbusd: 4 MACs per 32-bit lane; one vpmaddwd: 2 per lane (int8
 // widened to int16, so one int8 MAC per int16 product).
 inline std::vector<PeakLoop> PeakLoops() {
@@ -66,6 +81,7 @@ inline std::vector<PeakLoop> PeakLoops() {
       {"vpdpbusd ymm (AVX-VNNI, VEX)", Isa::kAvxVnni, 12 * 32, DpbusdYmmVex},
       {"vpmaddwd+vpaddd zmm (int16, exact)", Isa::kAvx512Vnni, 12 * 32, MaddwdZmm},
       {"vpmaddwd+vpaddd ymm (AVX2, exact)", Isa::kAvx2, 12 * 16, MaddwdYmm},
+      {"vpdpbusd zmm + vfmadd231ps (dp MACs)", Isa::kAvx512Vnni, 6 * 64, DpbusdWithFmaZmm},
   };
 }
 #else
