@@ -73,16 +73,21 @@ template <int kVectors, int kHalf, int kRows>
 void Tile(const IndirectTile& t) {
   static_assert(kRows >= 1 && kRows <= kPixels);
   constexpr int kWidth = 16 * kVectors + 8 * kHalf;
-  // The sums start at the channels' biases.
+  // The sums start at the channels' biases. Every loop over acc's indices
+  // is unrolled, so GCC keeps acc in registers: one loop left rolled made it
+  // a stack array, stored and reloaded around the accumulation of every tile.
   __m512i acc[kPixels][kVectors + 1];  // the last one unused without kHalf
   __m256i acc_half[kPixels];
+#pragma GCC unroll 4
   for (int v = 0; v < kVectors; ++v) {
     const __m512i bias = _mm512_loadu_si512(t.bias + v * 16);
+#pragma GCC unroll 8
     for (int r = 0; r < kRows; ++r) acc[r][v] = bias;
   }
   const __m256i bias_half =
       kHalf ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.bias + kVectors * 16))
             : _mm256_setzero_si256();
+#pragma GCC unroll 8
   for (int r = 0; r < kRows; ++r) acc_half[r] = bias_half;
   const uint8_t* w = t.w;
   const int64_t run_bytes = 4 * t.run_groups;
@@ -91,14 +96,17 @@ void Tile(const IndirectTile& t) {
     for (int r = 0; r < kRows; ++r) row[r] = t.pixels[r] + t.run_offsets[run];
     for (int64_t off = 0; off < run_bytes; off += 4, w += kWidth * 4) {
       __m512i wv[kVectors + 1];
+#pragma GCC unroll 4
       for (int v = 0; v < kVectors; ++v) wv[v] = _mm512_loadu_si512(w + v * 64);
       const __m256i w_half =
           kHalf ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + kVectors * 64))
                 : _mm256_setzero_si256();
+#pragma GCC unroll 8
       for (int r = 0; r < kRows; ++r) {
         int32_t bytes;
         std::memcpy(&bytes, row[r] + off, 4);
         const __m512i xb = _mm512_set1_epi32(bytes);
+#pragma GCC unroll 4
         for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm512_dpbusd_epi32(acc[r][v], xb, wv[v]);
         if (kHalf)
           acc_half[r] = _mm256_dpbusd_epi32(acc_half[r], _mm512_castsi512_si256(xb), w_half);
@@ -106,6 +114,7 @@ void Tile(const IndirectTile& t) {
     }
   }
   if (kHalf) {
+#pragma GCC unroll 8
     for (int r = 0; r < kRows; ++r) acc[r][kVectors] = _mm512_zextsi256_si512(acc_half[r]);
   }
   // The epilogue loops are unrolled: acc is indexed by constants.
