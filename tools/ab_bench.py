@@ -1,7 +1,8 @@
 """Alternates two or more Google Benchmark binaries round by round: a build A/B.
 
 Each round runs every binary once on the same --benchmark_filter (in turn, so a
-load burst on the shared machine hits all of them); the table gives each
+load burst on the shared machine hits all of them; every other round in reverse
+order); the table gives each
 benchmark's minimum CPU time per binary over the rounds and the ratio of the
 first binary's time to each other's (above 1: the other is faster).
 
@@ -43,7 +44,11 @@ def main():
 
     best: list[dict[str, float]] = [{} for _ in args.binaries]
     for round_index in range(args.rounds):
-        for i, binary in enumerate(args.binaries):
+        # Every other round runs the binaries in reverse, so neither always runs first.
+        order = list(enumerate(args.binaries))
+        if round_index % 2:
+            order.reverse()
+        for i, binary in order:
             for name, t in run_once(binary, args.filter, args.min_time).items():
                 best[i][name] = min(best[i].get(name, float("inf")), t)
         print(f"round {round_index + 1}/{args.rounds} done", flush=True)

@@ -20,7 +20,7 @@ namespace octet::conv {
 
 namespace {
 
-using requant::NarrowToBytes;
+using requant::NarrowToLaneBytes;
 using requant::RequantizeVector;
 using requant::RequantVectors;
 
@@ -31,21 +31,21 @@ constexpr int kPixels = static_cast<int>(kIndirectPixels);
 // the first count bytes of each.
 [[gnu::always_inline]] inline void StoreBytes(const __m512i q[kPixels], bool is_signed, uint8_t* y,
                                               int64_t ld, int64_t channels, int64_t count) {
-  // z0 lanes: pixels 0, 2, 4, 6; z1: 1, 3, 5, 7. Each step interleaves
-  // within 128-bit lanes and regroups lanes so the next step pairs the right
-  // ones; i (channels 0,1 | 8,9 | 4,5 | 12,13) and j (2,3 | 10,11 | 6,7 |
-  // 14,15) end with one channel's 8 pixels per qword.
-  const __m512i z0 = NarrowToBytes(q[0], q[2], q[4], q[6], is_signed);
-  const __m512i z1 = NarrowToBytes(q[1], q[3], q[5], q[7], is_signed);
+  // Within 128-bit lane l, which holds channels 4l..4l+3 throughout: z0 has
+  // pixels 0, 4, 2, 6 and z1 pixels 1, 5, 3, 7, 4 bytes each (the packs' lane
+  // order); the byte unpacks pair pixels 0-1 and 4-5 (a) and 2-3 and 6-7 (b)
+  // per channel, the word unpacks give each channel's pixels 0-3 and 4-7 as
+  // dwords, and the dword unpacks put a channel's 8 pixels in one qword: i
+  // holds channels 4l and 4l + 1, j 4l + 2 and 4l + 3. All in-lane shuffles.
+  const __m512i z0 = NarrowToLaneBytes(q[0], q[4], q[2], q[6], is_signed);
+  const __m512i z1 = NarrowToLaneBytes(q[1], q[5], q[3], q[7], is_signed);
   const __m512i a = _mm512_unpacklo_epi8(z0, z1), b = _mm512_unpackhi_epi8(z0, z1);
-  const __m512i c = _mm512_shuffle_i32x4(a, b, 0x88), d = _mm512_shuffle_i32x4(a, b, 0xDD);
-  const __m512i e = _mm512_unpacklo_epi16(c, d), f = _mm512_unpackhi_epi16(c, d);
-  const __m512i g = _mm512_shuffle_i32x4(e, f, 0x88), h = _mm512_shuffle_i32x4(e, f, 0xDD);
+  const __m512i g = _mm512_unpacklo_epi16(a, b), h = _mm512_unpackhi_epi16(a, b);
   const __m512i i = _mm512_unpacklo_epi32(g, h), j = _mm512_unpackhi_epi32(g, h);
   if (count == kPixels) {
     const __m128i lanes[8] = {_mm512_castsi512_si128(i),       _mm512_castsi512_si128(j),
-                              _mm512_extracti32x4_epi32(i, 2), _mm512_extracti32x4_epi32(j, 2),
                               _mm512_extracti32x4_epi32(i, 1), _mm512_extracti32x4_epi32(j, 1),
+                              _mm512_extracti32x4_epi32(i, 2), _mm512_extracti32x4_epi32(j, 2),
                               _mm512_extracti32x4_epi32(i, 3), _mm512_extracti32x4_epi32(j, 3)};
     // lanes[k] holds channels 2k and 2k + 1 (all 16 with no test when channels is 16)
     const int lanes_stored = channels == 16 ? 8 : static_cast<int>((channels + 1) / 2);
@@ -60,8 +60,8 @@ constexpr int kPixels = static_cast<int>(kIndirectPixels);
   _mm512_store_si512(buffer[0], i);
   _mm512_store_si512(buffer[1], j);
   for (int64_t ch = 0; ch < channels; ++ch) {
-    // channel ch = 8a + 4b + 2s + e is in register s, lane a + 2b, qword e
-    const int64_t s = (ch >> 1) & 1, lane = (ch >> 3) + 2 * ((ch >> 2) & 1), e = ch & 1;
+    // channel ch = 4l + 2s + e is in register s (i, j), lane l, qword e
+    const int64_t s = (ch >> 1) & 1, lane = ch >> 2, e = ch & 1;
     std::memcpy(y + ch * ld, &buffer[s][lane * 16 + e * 8], count);
   }
 }

@@ -33,17 +33,24 @@ struct RequantVectors {
   return bias ? _mm512_add_ps(f, *bias) : f;
 }
 
-// 4 zmm of 16 int32 values, each within the output type's range, as 64 bytes
-// in order a, b, c, d. Narrowed in registers with the saturating packs (exact
-// in range) and one dword permute that undoes their per-lane interleave: the
-// masked narrowing store (vpmovdb to memory) is several times slower on AMD
-// Zen 4 and was a quarter of a 1x1 convolution's time (docs/conv.md).
+// 4 zmm of 16 int32 values, each within the output type's range, narrowed
+// with the saturating packs (exact in range) and left in their per-lane
+// interleave: 128-bit lane l holds dwords 4l..4l+3 of a, then of b, c and d,
+// as 4 bytes each. For callers that shuffle the bytes further anyway.
+[[gnu::always_inline]] inline __m512i NarrowToLaneBytes(__m512i a, __m512i b, __m512i c, __m512i d,
+                                                        bool is_signed) {
+  const __m512i ab = _mm512_packs_epi32(a, b), cd = _mm512_packs_epi32(c, d);
+  return is_signed ? _mm512_packs_epi16(ab, cd) : _mm512_packus_epi16(ab, cd);
+}
+
+// The same as 64 bytes in order a, b, c, d: one dword permute undoes the
+// packs' per-lane interleave. The masked narrowing store (vpmovdb to memory)
+// is several times slower on AMD Zen 4 and was a quarter of a 1x1
+// convolution's time (docs/conv.md).
 [[gnu::always_inline]] inline __m512i NarrowToBytes(__m512i a, __m512i b, __m512i c, __m512i d,
                                                     bool is_signed) {
   const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-  const __m512i ab = _mm512_packs_epi32(a, b), cd = _mm512_packs_epi32(c, d);
-  const __m512i bytes = is_signed ? _mm512_packs_epi16(ab, cd) : _mm512_packus_epi16(ab, cd);
-  return _mm512_permutexvar_epi32(order, bytes);
+  return _mm512_permutexvar_epi32(order, NarrowToLaneBytes(a, b, c, d, is_signed));
 }
 
 }  // namespace
