@@ -117,6 +117,9 @@ void CopyTyped(const T* src, T* dst, std::vector<Dim> dims, ThreadPool* pool) {
         TransposeTiles(s, d, tile_rows.size, last.size, last.src_stride, tile_rows.dst_stride);
       } else if (last.src_stride == 1) {
         std::memcpy(d, s, static_cast<size_t>(last.size) * sizeof(T));
+      } else if (last.src_stride == 2) {
+        // Every other element (a stride-2 Slice): a constant stride vectorizes.
+        for (int64_t c = 0; c < last.size; ++c) d[c] = s[2 * c];
       } else {
         const int64_t stride = last.src_stride;
         for (int64_t c = 0; c < last.size; ++c) d[c] = s[c * stride];

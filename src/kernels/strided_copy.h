@@ -18,9 +18,9 @@ class ThreadPool;
 // negative or zero; `src` points at the element of index (0, ..., 0).
 // Dims that stay together are merged first; then the copy is a memcpy per
 // contiguous run, a blocked 2-D transpose when the source-contiguous axis
-// moved, or a strided loop. Large copies are split over `pool` (a copy's
-// result never depends on the split). Throws octet::Error for an element
-// size other than 1, 2, 4 or 8.
+// moved, or a strided loop (vectorized for stride 2). Large copies are split
+// over `pool` (a copy's result never depends on the split). Throws
+// octet::Error for an element size other than 1, 2, 4 or 8.
 void StridedCopy(const void* src, void* dst, size_t elem_size, const Shape& shape,
                  const std::vector<int64_t>& src_strides, ThreadPool* pool);
 

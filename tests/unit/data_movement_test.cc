@@ -138,6 +138,28 @@ TEST(StridedCopy, NegativeZeroAndMergeableStrides) {
   }
 }
 
+// Every other element on the last axis (stride-2 Slices, a path of its own),
+// for each element size, both parities of start and row lengths around the
+// vector widths.
+TEST(StridedCopy, EveryOtherElementOfEachSize) {
+  for (DType dtype : {DType::kUInt8, DType::kFloat16, DType::kFloat32, DType::kInt64}) {
+    for (int64_t n : {1, 2, 3, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100}) {
+      for (int64_t offset : {0, 1}) {
+        const Tensor x = RandomBytes(dtype, {3, 2 * n + 1}, static_cast<uint32_t>(n));
+        const Shape shape{3, n};
+        const std::vector<int64_t> strides{2 * n + 1, 2};
+        SCOPED_TRACE(std::string(DTypeName(dtype)) + " n " + std::to_string(n) + " offset " +
+                     std::to_string(offset));
+        Tensor actual(dtype, shape);
+        const size_t elem = DTypeSize(dtype);
+        StridedCopy(static_cast<const uint8_t*>(x.raw()) + offset * elem, actual.raw(), elem, shape,
+                    strides, nullptr);
+        ExpectSameBytes(actual, NaiveGather(x, shape, offset, strides));
+      }
+    }
+  }
+}
+
 TEST(StridedCopy, RejectsAnUnknownElementSize) {
   uint8_t src[16] = {}, dst[16] = {};
   ExpectError([&] { StridedCopy(src, dst, 3, {2}, {1}, nullptr); }, {"element size 3"});
