@@ -50,9 +50,18 @@ void Tile(const RequantTile& t) {
     const __m512 multiplier = _mm512_set1_ps(t.multipliers[r]);
 #pragma GCC unroll 8
     for (int v = 0; v < kVecs; ++v) {
+      // Each accumulator passes through an empty asm: without it GCC 12's
+      // tree PRE ties the epilogue's uses to the accumulation loop, and the
+      // loop then copies every accumulator between registers (and two to the
+      // stack) on each group of k.
       __m512i sum = acc[0][r][v];
+      asm("" : "+v"(sum));
 #pragma GCC unroll 8
-      for (int u = 1; u < U; ++u) sum = _mm512_add_epi32(sum, acc[u][r][v]);
+      for (int u = 1; u < U; ++u) {
+        __m512i part = acc[u][r][v];
+        asm("" : "+v"(part));
+        sum = _mm512_add_epi32(sum, part);
+      }
       const __m512i q = RequantizeVector(_mm512_add_epi32(sum, bias), multiplier, requant);
       // q is in the output type's range: the saturating narrowing is exact.
       const __m128i bytes = is_signed ? _mm512_cvtsepi32_epi8(q) : _mm512_cvtusepi32_epi8(q);
