@@ -199,14 +199,19 @@ def test_activation(x_type, activation, capfd):
 
 
 @X_TYPES
-@pytest.mark.parametrize("shape", ["grouped", "depthwise", "depthwise_x2", "strided", "dilated",
-                                   "1d", "1x1"])
+@pytest.mark.parametrize("shape", ["grouped", "depthwise", "depthwise_x2", "depthwise_blocks",
+                                   "depthwise_blocks_s2", "strided", "dilated", "1d", "1x1"])
 def test_shapes(x_type, shape, capfd):
     rng = np.random.default_rng(4)
     kw = {
         "grouped": dict(c_in=12, c_out=6, group=3, pads=[1, 1, 1, 1]),
         "depthwise": dict(c_in=16, c_out=16, group=16, pads=[1, 1, 1, 1]),
         "depthwise_x2": dict(c_in=8, c_out=16, group=8, strides=[2, 2], pads=[1, 1, 1, 1]),
+        # more than one block of 16 channels (the channel-vector path), a partial last
+        # block; narrow rows, then rows past one 64-pixel step at stride 2
+        "depthwise_blocks": dict(c_in=40, c_out=40, group=40, pads=[1, 1, 1, 1]),
+        "depthwise_blocks_s2": dict(c_in=36, c_out=36, group=36, strides=[2, 2],
+                                    pads=[1, 1, 1, 1], spatial=(9, 70)),
         "strided": dict(strides=[2, 1], pads=[0, 1, 2, 0], kernel=(5, 3), spatial=(13, 10)),
         "dilated": dict(dilations=[2, 2], pads=[2, 2, 2, 2]),
         "1d": dict(kernel=(3,), spatial=(31,), pads=[1, 1], strides=[2]),

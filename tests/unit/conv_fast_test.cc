@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -17,6 +18,7 @@
 #include "core/error.h"
 #include "guarded_buffer.h"
 #include "kernels/int8/conv.h"
+#include "kernels/int8/conv_depthwise.h"
 #include "kernels/int8/conv_reference.h"
 #include "kernels/int8/requantize.h"
 #include "runtime/thread_pool.h"
@@ -99,8 +101,17 @@ Data MakeData(const Case& c, std::mt19937& rng) {
     for (size_t i = 0; i < x.size(); i += 2) x[i] = static_cast<uint8_t>(x_far);
     for (size_t i = 0; i < d.w.size(); i += 2) d.w[i] = static_cast<uint8_t>(w_far);
   }
-  std::uniform_int_distribution<int32_t> bias(-100000, 100000);
-  std::uniform_real_distribution<float> mult(1e-5f, 3e-3f);
+  // Biases and multipliers scaled to the sums' spread (about 9500 sqrt(K) for
+  // random bytes), so that most requantized outputs fall inside the output
+  // range and a wrong sum shows: fixed ranges left a 3x3 depthwise
+  // convolution's outputs clamped by the bias alone.
+  const double k = static_cast<double>(g.in_channels / std::max<int64_t>(1, g.group)) *
+                   static_cast<double>(g.kernel_h * g.kernel_w);
+  const double spread = 9500.0 * std::sqrt(std::max(1.0, k));
+  std::uniform_int_distribution<int32_t> bias(static_cast<int32_t>(-spread / 2),
+                                              static_cast<int32_t>(spread / 2));
+  std::uniform_real_distribution<float> mult(static_cast<float>(30 / spread),
+                                             static_cast<float>(150 / spread));
   d.bias.resize(g.out_channels);
   d.multipliers.resize(g.out_channels);
   for (auto& b : d.bias) b = bias(rng);
@@ -251,6 +262,13 @@ TEST(Int8Conv, LargerShapesCrossTheBlocking) {
       {1, 1, 16, 1, 12, 12, 3, 3, 1, 1},    // one input channel, 16 outputs: depthwise x16
       {1, 8, 8, 8, 150, 150, 3, 3, 1, 1},   // depthwise, rows > 64 wide, several row bands
       {1, 8, 8, 8, 150, 150, 3, 3, 2, 1},   // the same at stride 2
+      // Channel-vector depthwise path (int8 w, zero point 0, more than one
+      // block of 16 channels): 3 blocks (the last with 8 channels) on
+      // 13-pixel rows; 70-pixel rows at stride 2 (a 64-pixel step and a
+      // 6-pixel tail per row); no padding (x's rows rearranged as one run).
+      {1, 40, 40, 40, 13, 13, 3, 3, 1, 1},
+      {1, 40, 40, 40, 9, 70, 3, 3, 2, 1},
+      {2, 33, 33, 33, 10, 10, 3, 3, 1, 0},
       // NHWC indirect path (int8 w, zero point 0): a 48-wide panel with a
       // 12-channel tail vector, C not a multiple of 4, batch 2, 357 pixels
       // (items of up to 8 micro-tiles and a partial one); two 32-wide panels, stride
@@ -325,6 +343,32 @@ TEST(Int8Conv, RequantizingTilesOnTheGemmPath) {
     }
   }
 }
+
+#if defined(__x86_64__) || defined(_M_X64)
+// The channel-vector depthwise path's rearrangement of x into 16-byte pixels
+// (conv_depthwise.h) against a scalar loop: every run length through the
+// 64-pixel steps and the 1-16-pixel tail, each channel count of a block, with
+// and without the int8 flip, and nothing written past the run.
+TEST(Int8Conv, ToBlocked16AgainstAScalarLoop) {
+  if (!IsaSupported(Isa::kAvx512Vnni)) GTEST_SKIP() << "needs AVX-512 VNNI";
+  std::mt19937 rng(5);
+  for (int64_t count = 1; count <= 150; ++count) {
+    for (int64_t channels : {1, 3, 4, 7, 13, 16}) {
+      for (uint8_t flip : {0, 0x80}) {
+        const int64_t stride = count + 3;
+        std::vector<uint8_t> x(16 * stride);
+        for (auto& v : x) v = static_cast<uint8_t>(rng());
+        std::vector<uint8_t> got(16 * count + 64, 0xA5), want(16 * count + 64, 0xA5);
+        for (int64_t p = 0; p < count; ++p)
+          for (int64_t c = 0; c < 16; ++c)
+            want[p * 16 + c] = c < channels ? static_cast<uint8_t>(x[c * stride + p] ^ flip) : 0;
+        conv::ToBlocked16Avx512Vnni(x.data(), channels, stride, count, flip, got.data());
+        ASSERT_EQ(got, want) << count << " pixels, " << channels << " channels, flip " << int{flip};
+      }
+    }
+  }
+}
+#endif
 
 TEST(Int8Conv, EmptyShapesWriteNothing) {
   std::mt19937 rng(3);

@@ -74,9 +74,10 @@ struct Scratch {
   std::vector<uint8_t> packed_b;
   std::vector<int8_t> rows;  // 4 im2col rows of the block
   std::vector<int32_t> col_sum, col_term, col_zb, acc;
-  std::vector<int32_t> plane;   // depthwise input channel
-  std::vector<uint8_t> phases;  // the group's phase planes (conv_pack.h)
-  std::vector<uint8_t> band;    // the indirect path's padded NHWC input rows
+  std::vector<int32_t> plane;              // depthwise input channel
+  std::vector<uint8_t> phases;             // the group's phase planes (conv_pack.h)
+  std::vector<uint8_t> band;               // the NHWC paths' padded input rows
+  std::vector<const uint8_t*> band_bases;  // their micro-tiles' pixel base positions
 };
 Scratch& ThreadScratch() {
   thread_local Scratch scratch;
@@ -147,6 +148,162 @@ void BuildNhwcBand(const ConvGeometry& g, const uint8_t* x_item, const NhwcBand&
     conv::ToNhwcAvx512Vnni(x_first + r * g.in_w, g.in_channels, in_pixels, g.in_w, flip, cp, row);
   }
 }
+
+// The band's padded rows of x_item as cp / 16 planes of 16-channel blocks,
+// plane_stride bytes apart, each padded_w x 16 bytes per row; padding as in
+// BuildNhwcBand.
+void BuildBlockedBand(const ConvGeometry& g, const uint8_t* x_item, const NhwcBand& band,
+                      int64_t padded_w, int64_t cp, int64_t plane_stride, uint8_t flip, uint8_t zb,
+                      uint8_t* image) {
+  const int64_t row_bytes = padded_w * 16, right_pad = padded_w - g.pad_left - g.in_w;
+  const int64_t in_pixels = g.in_h * g.in_w;
+  const int64_t x_row0 = std::clamp(g.pad_top, band.row0, band.row1);
+  const int64_t x_row1 = std::clamp(g.pad_top + g.in_h, x_row0, band.row1);
+  for (int64_t b = 0; b < cp / 16; ++b) {
+    uint8_t* const plane = image + b * plane_stride;
+    const uint8_t* const x_block = x_item + 16 * b * in_pixels + (x_row0 - g.pad_top) * g.in_w;
+    const int64_t channels = std::min<int64_t>(16, g.in_channels - 16 * b);
+    std::fill_n(plane, (x_row0 - band.row0) * row_bytes, zb);
+    std::fill(plane + (x_row1 - band.row0) * row_bytes, plane + plane_stride, zb);
+    uint8_t* const first = plane + (x_row0 - band.row0) * row_bytes + g.pad_left * 16;
+    if (g.pad_left == 0 && right_pad == 0) {  // x's rows are one run
+      conv::ToBlocked16Avx512Vnni(x_block, channels, in_pixels, (x_row1 - x_row0) * g.in_w, flip,
+                                  first);
+      continue;
+    }
+    for (int64_t r = 0; r < x_row1 - x_row0; ++r) {
+      uint8_t* const row = first + r * row_bytes;
+      std::fill_n(row - g.pad_left * 16, g.pad_left * 16, zb);
+      std::fill_n(row + g.in_w * 16, right_pad * 16, zb);
+      conv::ToBlocked16Avx512Vnni(x_block + r * g.in_w, channels, in_pixels, g.in_w, flip, row);
+    }
+  }
+}
+
+// The padded image of a convolution's x: pad_left columns of zb before each
+// row of x and after it as many as the last output pixel's taps reach; int8 x
+// is stored as x + 128 (flip) and zb is the zero point in that uint8 domain.
+// Either NHWC rows of cp bytes per pixel (pixel_bytes == cp, conv_indirect.h)
+// or cp / 16 planes of 16-channel blocks, 16 bytes per pixel (pixel_bytes ==
+// 16, conv_depthwise.h).
+struct NhwcImage {
+  int64_t cp = 0, pixel_bytes = 0, padded_w = 0, row_bytes = 0, tap_rows = 0;
+  uint8_t flip = 0, zb = 0;
+};
+NhwcImage NhwcImageFor(const ConvGeometry& g, const Int8ConvOperand& x, int64_t cp,
+                       int64_t pixel_bytes) {
+  NhwcImage im;
+  im.cp = cp;
+  im.pixel_bytes = pixel_bytes;
+  im.tap_rows = (g.kernel_h - 1) * g.dilation_h + 1;
+  im.padded_w = std::max(g.pad_left + g.in_w,
+                         (g.out_w - 1) * g.stride_w + (g.kernel_w - 1) * g.dilation_w + 1);
+  im.row_bytes = im.padded_w * cp;
+  im.flip = x.is_signed ? 0x80 : 0;
+  im.zb = static_cast<uint8_t>((x.zero ? x.zero[0] : 0) + (x.is_signed ? 128 : 0));
+  return im;
+}
+
+// Per output channel (the first `channels` of `size` entries, the rest 0):
+// bias - zb * colsum(w) (int32 wrap-around, as everywhere), and the
+// multiplier when the output is requantized.
+void NhwcChannelConstants(const ConvRequantize* rq, const int32_t* row_bias,
+                          const std::vector<int32_t>& col_sum, int64_t channels, int64_t size,
+                          uint8_t zb, IndirectRunScratch& run) {
+  run.bias.assign(size, 0);
+  run.multipliers.assign(size, 0.0f);
+  for (int64_t o = 0; o < channels; ++o) {
+    const uint32_t bias = row_bias ? static_cast<uint32_t>(row_bias[o]) : 0u;
+    run.bias[o] =
+        static_cast<int32_t>(bias - static_cast<uint32_t>(zb) * static_cast<uint32_t>(col_sum[o]));
+    if (rq != nullptr) run.multipliers[o] = rq->multipliers[rq->per_channel ? o : 0];
+  }
+}
+
+// Calls tile(pixels, n, p, count, q0, q1, plane_stride) for every micro-tile
+// of kTilePixels output pixels [p, p + count) of batch item n, with their base
+// positions in the band's padded image (in its first plane; pixels past count
+// repeat the last one: read, never stored), for panels [q0, q1) of `panels`. Work items are bands
+// of whole micro-tiles whose padded input rows take about kBandBytes, each
+// built in the thread's scratch right before its tiles; the panels are split
+// only when there are fewer bands than threads (the parts of one band on one
+// thread build it once). kPanelsOuter: a band's tiles are run one panel at a
+// time (panel by panel instead of tile by tile), so a panel's weights stay in
+// L1 across the band when they are small (the depthwise path).
+template <int64_t kTilePixels, bool kPanelsOuter, typename TileFn>
+void ForEachNhwcTile(const ConvGeometry& g, const uint8_t* x_bytes, const NhwcImage& im,
+                     int64_t panels, int threads, ThreadPool* pool, const TileFn& tile) {
+  const int64_t in_pixels = g.in_h * g.in_w, pixels = g.out_h * g.out_w;
+  const int64_t tiles = CeilDiv(pixels, kTilePixels);
+  const int64_t band_out_rows = std::max<int64_t>(
+      1, (kBandBytes / std::max<int64_t>(1, im.row_bytes) - im.tap_rows) / g.stride_h + 1);
+  const int64_t bands =
+      BalancedBlocks(tiles, std::max<int64_t>(1, band_out_rows * g.out_w / kTilePixels), threads);
+  const int64_t outer_items = g.batch * bands;
+  int64_t panel_parts = 1;
+  if (outer_items < threads) panel_parts = std::min(panels, CeilDiv(threads, outer_items));
+  const int64_t panels_per_part = CeilDiv(panels, panel_parts);
+  // Band `item`'s pixels and padded rows.
+  auto band_of = [&](int64_t item) {
+    NhwcBand band;
+    const int64_t b = item % bands;
+    band.n = item / bands;
+    band.p0 = BlockBegin(b, tiles, bands) * kTilePixels;
+    band.p1 = std::min(pixels, BlockBegin(b + 1, tiles, bands) * kTilePixels);
+    band.row0 = band.p0 / g.out_w * g.stride_h;
+    band.row1 = (band.p1 - 1) / g.out_w * g.stride_h + im.tap_rows;
+    return band;
+  };
+  ParallelFor(pool, outer_items * panel_parts, [&](int64_t t0, int64_t t1) {
+    Scratch& sc = ThreadScratch();
+    std::vector<uint8_t>& band_image = sc.band;
+    std::vector<const uint8_t*>& bases = sc.band_bases;
+    int64_t built_item = -1;
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t part = t % panel_parts, item = t / panel_parts;
+      const NhwcBand band = band_of(item);
+      const int64_t q0 = part * panels_per_part, q1 = std::min(panels, q0 + panels_per_part);
+      const int64_t plane_stride = (band.row1 - band.row0) * im.padded_w * im.pixel_bytes;
+      if (item != built_item) {
+        band_image.resize((band.row1 - band.row0) * im.row_bytes);
+        const uint8_t* const x_item = x_bytes + band.n * g.in_channels * in_pixels;
+        if (im.pixel_bytes == im.cp) {
+          BuildNhwcBand(g, x_item, band, im.padded_w, im.cp, im.flip, im.zb, band_image.data());
+        } else {
+          BuildBlockedBand(g, x_item, band, im.padded_w, im.cp, plane_stride, im.flip, im.zb,
+                           band_image.data());
+        }
+        built_item = item;
+      }
+      // The band's tiles' pixel base positions.
+      const int64_t band_tiles = CeilDiv(band.p1 - band.p0, kTilePixels);
+      bases.resize(band_tiles * kTilePixels);
+      int64_t oy = band.p0 / g.out_w, ox = band.p0 % g.out_w;
+      for (int64_t i = 0; i < band_tiles; ++i) {
+        const int64_t count = std::min(kTilePixels, pixels - band.p0 - i * kTilePixels);
+        for (int64_t r = 0; r < kTilePixels; ++r) {
+          bases[i * kTilePixels + r] =
+              band_image.data() +
+              ((oy * g.stride_h - band.row0) * im.padded_w + ox * g.stride_w) * im.pixel_bytes;
+          if (r + 1 < count && ++ox == g.out_w) ox = 0, ++oy;
+        }
+        if (count == kTilePixels && ++ox == g.out_w) ox = 0, ++oy;
+      }
+      auto run_tile = [&](int64_t i, int64_t qa, int64_t qb) {
+        const int64_t p = band.p0 + i * kTilePixels;
+        tile(bases.data() + i * kTilePixels, band.n, p, std::min(kTilePixels, pixels - p), qa, qb,
+             plane_stride);
+      };
+      if constexpr (kPanelsOuter) {
+        for (int64_t q = q0; q < q1; ++q) {
+          for (int64_t i = 0; i < band_tiles; ++i) run_tile(i, q, q + 1);
+        }
+      } else {
+        for (int64_t i = 0; i < band_tiles; ++i) run_tile(i, q0, q1);
+      }
+    }
+  });
+}
 #endif
 
 }  // namespace
@@ -209,6 +366,10 @@ Int8Conv::Int8Conv(const ConvGeometry& shape, const Int8ConvOperand& w, Isa isa)
   k_groups_ = CeilDiv(k_, kGroup);
   const auto* bytes = static_cast<const uint8_t*>(w.data);
   auto w_zero = [&](int64_t o) { return w.zero ? w.zero[w.zero_per_channel ? o : 0] : 0; };
+  // int8 weights whose zero points are all 0 (the unsigned-B, indirect and
+  // channel-vector depthwise paths).
+  bool zero_w_zero = w.is_signed;
+  for (int64_t o = 0; o < shape.out_channels && zero_w_zero; ++o) zero_w_zero = w_zero(o) == 0;
   depthwise_ = in_per_group == 1;
   if (depthwise_) {
     taps_.resize(shape.out_channels * taps);
@@ -219,11 +380,14 @@ Int8Conv::Int8Conv(const ConvGeometry& shape, const Int8ConvOperand& w, Isa isa)
         taps_[o * taps + t] = v - w_zero(o);
       }
     }
+    depthwise_vector_ = isa == Isa::kAvx512Vnni && zero_w_zero && out_per_group == 1;
+    if (depthwise_vector_) {
+      depthwise_vector_w_ = conv::PackDepthwiseVectorWeights(reinterpret_cast<const int8_t*>(bytes),
+                                                             shape.out_channels, taps);
+    }
     return;
   }
   // The weights are the GEMM's A operand: packed per group, with row terms.
-  bool zero_w_zero = w.is_signed;
-  for (int64_t o = 0; o < shape.out_channels && zero_w_zero; ++o) zero_w_zero = w_zero(o) == 0;
   unsigned_b_ = isa == Isa::kAvx512Vnni && zero_w_zero;
   indirect_ = unsigned_b_ && shape.group == 1 && taps > 1;
   if (indirect_) {
@@ -290,7 +454,9 @@ void Int8Conv::Run(const ConvGeometry& g, const Int8ConvOperand& x, const Output
               "int8 convolution: no requantization multiplier");
   OCTET_CHECK(x.data != nullptr || g.in_channels * g.in_h * g.in_w == 0,
               "int8 convolution: x data is null");
-  if (depthwise_) {
+  if (depthwise_vector_ && out.rq != nullptr) {
+    RunDepthwiseVector(g, x, out, pool);
+  } else if (depthwise_) {
     RunDepthwise(g, x, out, pool);
   } else if (indirect_) {
     RunIndirect(g, x, out, pool);
@@ -479,19 +645,8 @@ void Int8Conv::RunIndirect(const ConvGeometry& g, const Int8ConvOperand& x, cons
                            ThreadPool* pool) const {
 #if defined(__x86_64__) || defined(_M_X64)
   const conv::IndirectWeights& iw = indirect_w_;
-  const int64_t cp = iw.cp, width = iw.panel_width;
-  const int64_t in_pixels = g.in_h * g.in_w, pixels = g.out_h * g.out_w;
-  // The padded image: pad_left columns of zb before each row of x and after
-  // it as many as the last output pixel's taps reach; each band holds the
-  // padded rows its pixels' taps reach (NhwcBand).
-  const int64_t tap_rows = (g.kernel_h - 1) * g.dilation_h + 1;
-  const int64_t padded_w = std::max(
-      g.pad_left + g.in_w, (g.out_w - 1) * g.stride_w + (g.kernel_w - 1) * g.dilation_w + 1);
-  const int64_t row_bytes = padded_w * cp;
-  // The uint8 domain: int8 x stored as x + 128; zb is the zero point in it.
-  const uint8_t flip = x.is_signed ? 0x80 : 0;
-  const uint8_t zb = static_cast<uint8_t>((x.zero ? x.zero[0] : 0) + (x.is_signed ? 128 : 0));
-  const auto* x_bytes = static_cast<const uint8_t*>(x.data);
+  const int64_t cp = iw.cp, width = iw.panel_width, pixels = g.out_h * g.out_w;
+  const NhwcImage im = NhwcImageFor(g, x, cp, cp);
   IndirectRunScratch& run = ThreadIndirectRunScratch();
 
   // The runs of contiguous input bytes of one output pixel: one per kernel
@@ -500,19 +655,11 @@ void Int8Conv::RunIndirect(const ConvGeometry& g, const Int8ConvOperand& x, cons
   run_offsets.clear();
   for (int64_t ky = 0; ky < g.kernel_h; ++ky) {
     for (int64_t kx = 0; kx < (g.dilation_w == 1 ? 1 : g.kernel_w); ++kx)
-      run_offsets.push_back(ky * g.dilation_h * row_bytes + kx * g.dilation_w * cp);
+      run_offsets.push_back(ky * g.dilation_h * im.row_bytes + kx * g.dilation_w * cp);
   }
-  // Per output channel: bias - zb * colsum(w) (int32 wrap-around, as
-  // everywhere) and the multiplier; 0 for the panels' padding channels and
-  // the 8 more a last half vector reads.
-  run.bias.assign(iw.panels * width + 8, 0);
-  run.multipliers.assign(iw.panels * width + 8, 0.0f);
-  for (int64_t o = 0; o < g.out_channels; ++o) {
-    const uint32_t bias = out.row_bias ? static_cast<uint32_t>(out.row_bias[o]) : 0u;
-    run.bias[o] = static_cast<int32_t>(bias - static_cast<uint32_t>(zb) *
-                                                  static_cast<uint32_t>(iw.col_sum[o]));
-    if (out.rq != nullptr) run.multipliers[o] = out.rq->multipliers[out.rq->per_channel ? o : 0];
-  }
+  // The panels' padding channels and the 8 more a last half vector reads are 0.
+  NhwcChannelConstants(out.rq, out.row_bias, iw.col_sum, g.out_channels, iw.panels * width + 8,
+                       im.zb, run);
   conv::IndirectTile proto;
   proto.run_offsets = run_offsets.data();
   proto.runs = static_cast<int64_t>(run_offsets.size());
@@ -525,75 +672,75 @@ void Int8Conv::RunIndirect(const ConvGeometry& g, const Int8ConvOperand& x, cons
     proto.zero_point = requant.zero_point;
     proto.signed_output = requant.signed_output;
   }
-
-  // Work items: (batch item, band of whole micro-tiles, range of panels); the
-  // panels are split only when there are fewer bands than threads (the parts
-  // of one band on one thread build it once).
-  const int threads = SplitThreads(g, k_, pool);
-  const int64_t tiles = CeilDiv(pixels, conv::kIndirectPixels);
-  const int64_t band_out_rows = std::max<int64_t>(
-      1, (kBandBytes / std::max<int64_t>(1, row_bytes) - tap_rows) / g.stride_h + 1);
-  const int64_t bands = BalancedBlocks(
-      tiles, std::max<int64_t>(1, band_out_rows * g.out_w / conv::kIndirectPixels), threads);
-  const int64_t outer_items = g.batch * bands;
-  int64_t panel_parts = 1;
-  if (outer_items < threads) panel_parts = std::min(iw.panels, CeilDiv(threads, outer_items));
-  const int64_t panels_per_part = CeilDiv(iw.panels, panel_parts);
   const size_t elem_size = out.rq != nullptr ? 1 : sizeof(int32_t);
   auto* const y_bytes = out.rq != nullptr ? out.q : reinterpret_cast<uint8_t*>(out.s32);
-  // Band `item`'s pixels and padded rows.
-  auto band_of = [&](int64_t item) {
-    NhwcBand band;
-    const int64_t b = item % bands;
-    band.n = item / bands;
-    band.p0 = BlockBegin(b, tiles, bands) * conv::kIndirectPixels;
-    band.p1 = std::min(pixels, BlockBegin(b + 1, tiles, bands) * conv::kIndirectPixels);
-    band.row0 = band.p0 / g.out_w * g.stride_h;
-    band.row1 = (band.p1 - 1) / g.out_w * g.stride_h + tap_rows;
-    return band;
-  };
-  ParallelFor(pool, outer_items * panel_parts, [&](int64_t t0, int64_t t1) {
-    std::vector<uint8_t>& band_image = ThreadScratch().band;
-    const uint8_t* tile_pixels[conv::kIndirectPixels];
-    conv::IndirectTile tile = proto;
-    tile.pixels = tile_pixels;
-    int64_t built_item = -1;
-    for (int64_t t = t0; t < t1; ++t) {
-      const int64_t part = t % panel_parts, item = t / panel_parts;
-      const NhwcBand band = band_of(item);
-      const int64_t q0 = part * panels_per_part, q1 = std::min(iw.panels, q0 + panels_per_part);
-      if (item != built_item) {
-        band_image.resize((band.row1 - band.row0) * row_bytes);
-        BuildNhwcBand(g, x_bytes + band.n * g.in_channels * in_pixels, band, padded_w, cp, flip, zb,
-                      band_image.data());
-        built_item = item;
-      }
-      int64_t oy = band.p0 / g.out_w, ox = band.p0 % g.out_w;
-      for (int64_t p = band.p0; p < band.p1; p += conv::kIndirectPixels) {
-        // The pixels' base positions (pixels past the end repeat the last
-        // one; their results are not stored).
-        tile.count = std::min(conv::kIndirectPixels, pixels - p);
-        for (int64_t r = 0; r < conv::kIndirectPixels; ++r) {
-          tile_pixels[r] =
-              band_image.data() + ((oy * g.stride_h - band.row0) * padded_w + ox * g.stride_w) * cp;
-          if (r + 1 < tile.count && ++ox == g.out_w) ox = 0, ++oy;
-        }
-        if (tile.count == conv::kIndirectPixels && ++ox == g.out_w) ox = 0, ++oy;
+  ForEachNhwcTile<conv::kIndirectPixels, false>(
+      g, static_cast<const uint8_t*>(x.data), im, iw.panels, SplitThreads(g, k_, pool), pool,
+      [&](const uint8_t* const* base, int64_t n, int64_t p, int64_t count, int64_t q0, int64_t q1,
+          int64_t) {
+        conv::IndirectTile tile = proto;
+        tile.pixels = base;
+        tile.count = count;
         for (int64_t q = q0; q < q1; ++q) {
           const int64_t o = q * width;
           tile.w = iw.packed.data() + q * g.kernel_h * g.kernel_w * cp * width;
           tile.bias = run.bias.data() + o;
           tile.multipliers = out.rq != nullptr ? run.multipliers.data() + o : nullptr;
-          tile.y = y_bytes + ((band.n * g.out_channels + o) * pixels + p) * elem_size;
+          tile.y = y_bytes + ((n * g.out_channels + o) * pixels + p) * elem_size;
           tile.channels = std::min(width, g.out_channels - o);
           conv::IndirectTileAvx512Vnni(width, tile);
         }
-      }
-    }
-  });
+      });
 #else
   (void)g, (void)x, (void)out, (void)pool;
   Fail("int8 convolution: the NHWC indirect path needs x86-64");
+#endif
+}
+
+void Int8Conv::RunDepthwiseVector(const ConvGeometry& g, const Int8ConvOperand& x,
+                                  const Output& out, ThreadPool* pool) const {
+#if defined(__x86_64__) || defined(_M_X64)
+  const conv::DepthwiseVectorWeights& dw = depthwise_vector_w_;
+  const int64_t pixels = g.out_h * g.out_w, taps = g.kernel_h * g.kernel_w, blocks = dw.cp / 16;
+  const NhwcImage im = NhwcImageFor(g, x, dw.cp, 16);
+  IndirectRunScratch& run = ThreadIndirectRunScratch();
+  std::vector<int64_t>& tap_offsets = run.run_offsets;
+  tap_offsets.clear();
+  for (int64_t ky = 0; ky < g.kernel_h; ++ky) {
+    for (int64_t kx = 0; kx < g.kernel_w; ++kx)
+      tap_offsets.push_back((ky * g.dilation_h * im.padded_w + kx * g.dilation_w) * 16);
+  }
+  NhwcChannelConstants(out.rq, out.row_bias, dw.col_sum, g.out_channels, dw.cp, im.zb, run);
+  conv::DepthwiseVectorTile proto;
+  proto.tap_offsets = tap_offsets.data();
+  proto.taps = taps;
+  proto.ld = pixels;
+  const TileRequant requant = TileRequantFor(*out.rq);
+  proto.lo = requant.lo;
+  proto.hi = requant.hi;
+  proto.zero_point = requant.zero_point;
+  proto.signed_output = requant.signed_output;
+  ForEachNhwcTile<conv::kDepthwiseVectorPixels, true>(
+      g, static_cast<const uint8_t*>(x.data), im, blocks, SplitThreads(g, taps, pool), pool,
+      [&](const uint8_t* const* base, int64_t n, int64_t p, int64_t count, int64_t q0, int64_t q1,
+          int64_t plane_stride) {
+        conv::DepthwiseVectorTile tile = proto;
+        tile.pixels = base;
+        tile.count = count;
+        for (int64_t q = q0; q < q1; ++q) {
+          const int64_t c = 16 * q;
+          tile.pixel_offset = q * plane_stride;
+          tile.w = dw.packed.data() + q * taps * 4 * 64;
+          tile.bias = run.bias.data() + c;
+          tile.multipliers = run.multipliers.data() + c;
+          tile.y = out.q + (n * g.out_channels + c) * pixels + p;
+          tile.channels = std::min<int64_t>(16, g.out_channels - c);
+          conv::DepthwiseVectorTileAvx512Vnni(tile);
+        }
+      });
+#else
+  (void)g, (void)x, (void)out, (void)pool;
+  Fail("int8 convolution: the channel-vector depthwise path needs x86-64");
 #endif
 }
 

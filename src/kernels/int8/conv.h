@@ -20,6 +20,7 @@
 
 #include "core/dtype.h"
 #include "core/tensor.h"
+#include "kernels/int8/conv_depthwise.h"
 #include "kernels/int8/conv_indirect.h"
 #include "kernels/int8/conv_reference.h"  // ConvGeometry, Int8ConvOperand
 #include "kernels/isa.h"
@@ -76,6 +77,8 @@ class Int8Conv {
                     ThreadPool* pool) const;
   void RunIndirect(const ConvGeometry& g, const Int8ConvOperand& x, const Output& out,
                    ThreadPool* pool) const;
+  void RunDepthwiseVector(const ConvGeometry& g, const Int8ConvOperand& x, const Output& out,
+                          ThreadPool* pool) const;
 
   ConvGeometry shape_;
   Isa isa_;
@@ -98,6 +101,10 @@ class Int8Conv {
   std::vector<int32_t> row_neg_za_, row_neg_sum_;
   // Depthwise path: w - w_zero per output channel and tap.
   std::vector<int32_t> taps_;
+  // The channel-vector depthwise path (AVX-512 VNNI, one output channel per
+  // group, int8 weights with zero points 0, requantized output): its weights.
+  bool depthwise_vector_ = false;
+  conv::DepthwiseVectorWeights depthwise_vector_w_;
 };
 
 }  // namespace octet

@@ -72,4 +72,22 @@ void DepthwiseChannelScalar(const ConvGeometry& g, const DepthwisePlane& p, cons
   }
 }
 
+DepthwiseVectorWeights PackDepthwiseVectorWeights(const int8_t* w, int64_t channels, int64_t taps) {
+  DepthwiseVectorWeights p;
+  p.cp = (channels + 15) / 16 * 16;
+  p.packed.assign(p.cp / 16 * taps * 4 * 64, 0);
+  p.col_sum.assign(channels, 0);
+  for (int64_t c = 0; c < channels; ++c) {
+    const int64_t block = c / 16, j = c % 16 / 4, k = c % 4;
+    for (int64_t t = 0; t < taps; ++t) {
+      const int8_t v = w[c * taps + t];
+      p.col_sum[c] += v;
+      uint8_t* vector = p.packed.data() + ((block * taps + t) * 4 + k) * 64;
+      for (int64_t lane = 0; lane < 4; ++lane)
+        vector[16 * lane + 4 * j + k] = static_cast<uint8_t>(v);
+    }
+  }
+  return p;
+}
+
 }  // namespace octet::conv
