@@ -220,7 +220,9 @@ void NhwcChannelConstants(const ConvRequantize* rq, const int32_t* row_bias,
   }
 }
 
-// Calls tile(pixels, n, p, count, q0, q1, plane_stride) for every micro-tile
+// Calls tile(pixels, n, p, count, q0, q1, plane_stride), a function each
+// thread gets from make_tile() (so a tile's arguments are set up once per
+// thread, not per tile), for every micro-tile
 // of kTilePixels output pixels [p, p + count) of batch item n, with their base
 // positions in the band's padded image (in its first plane; pixels past count
 // repeat the last one: read, never stored), for panels [q0, q1) of `panels`. Work items are bands
@@ -230,9 +232,9 @@ void NhwcChannelConstants(const ConvRequantize* rq, const int32_t* row_bias,
 // thread build it once). kPanelsOuter: a band's tiles are run one panel at a
 // time (panel by panel instead of tile by tile), so a panel's weights stay in
 // L1 across the band when they are small (the depthwise path).
-template <int64_t kTilePixels, bool kPanelsOuter, typename TileFn>
+template <int64_t kTilePixels, bool kPanelsOuter, typename MakeTileFn>
 void ForEachNhwcTile(const ConvGeometry& g, const uint8_t* x_bytes, const NhwcImage& im,
-                     int64_t panels, int threads, ThreadPool* pool, const TileFn& tile) {
+                     int64_t panels, int threads, ThreadPool* pool, const MakeTileFn& make_tile) {
   const int64_t in_pixels = g.in_h * g.in_w, pixels = g.out_h * g.out_w;
   const int64_t tiles = CeilDiv(pixels, kTilePixels);
   const int64_t band_out_rows = std::max<int64_t>(
@@ -255,6 +257,7 @@ void ForEachNhwcTile(const ConvGeometry& g, const uint8_t* x_bytes, const NhwcIm
     return band;
   };
   ParallelFor(pool, outer_items * panel_parts, [&](int64_t t0, int64_t t1) {
+    auto tile = make_tile();  // the thread's own tile function and state
     Scratch& sc = ThreadScratch();
     std::vector<uint8_t>& band_image = sc.band;
     std::vector<const uint8_t*>& bases = sc.band_bases;
@@ -275,31 +278,40 @@ void ForEachNhwcTile(const ConvGeometry& g, const uint8_t* x_bytes, const NhwcIm
         }
         built_item = item;
       }
-      // The band's tiles' pixel base positions.
-      const int64_t band_tiles = CeilDiv(band.p1 - band.p0, kTilePixels);
-      bases.resize(band_tiles * kTilePixels);
+      // The next tile's pixel base positions (into plain pointers: through the
+      // thread_local vectors GCC would fetch the TLS address on every access).
+      const uint8_t* const image = band_image.data();
       int64_t oy = band.p0 / g.out_w, ox = band.p0 % g.out_w;
-      for (int64_t i = 0; i < band_tiles; ++i) {
-        const int64_t count = std::min(kTilePixels, pixels - band.p0 - i * kTilePixels);
+      auto next_bases = [&](int64_t count, const uint8_t** dst) {
         for (int64_t r = 0; r < kTilePixels; ++r) {
-          bases[i * kTilePixels + r] =
-              band_image.data() +
-              ((oy * g.stride_h - band.row0) * im.padded_w + ox * g.stride_w) * im.pixel_bytes;
+          dst[r] = image +
+                   ((oy * g.stride_h - band.row0) * im.padded_w + ox * g.stride_w) * im.pixel_bytes;
           if (r + 1 < count && ++ox == g.out_w) ox = 0, ++oy;
         }
         if (count == kTilePixels && ++ox == g.out_w) ox = 0, ++oy;
-      }
-      auto run_tile = [&](int64_t i, int64_t qa, int64_t qb) {
-        const int64_t p = band.p0 + i * kTilePixels;
-        tile(bases.data() + i * kTilePixels, band.n, p, std::min(kTilePixels, pixels - p), qa, qb,
-             plane_stride);
       };
       if constexpr (kPanelsOuter) {
+        const int64_t band_tiles = CeilDiv(band.p1 - band.p0, kTilePixels);
+        bases.resize(band_tiles * kTilePixels);
+        const uint8_t** const tile_bases = bases.data();
+        for (int64_t i = 0; i < band_tiles; ++i) {
+          next_bases(std::min(kTilePixels, pixels - band.p0 - i * kTilePixels),
+                     tile_bases + i * kTilePixels);
+        }
         for (int64_t q = q0; q < q1; ++q) {
-          for (int64_t i = 0; i < band_tiles; ++i) run_tile(i, q, q + 1);
+          for (int64_t i = 0; i < band_tiles; ++i) {
+            const int64_t p = band.p0 + i * kTilePixels;
+            tile(tile_bases + i * kTilePixels, band.n, p, std::min(kTilePixels, pixels - p), q,
+                 q + 1, plane_stride);
+          }
         }
       } else {
-        for (int64_t i = 0; i < band_tiles; ++i) run_tile(i, q0, q1);
+        const uint8_t* tile_bases[kTilePixels];
+        for (int64_t p = band.p0; p < band.p1; p += kTilePixels) {
+          const int64_t count = std::min(kTilePixels, pixels - p);
+          next_bases(count, tile_bases);
+          tile(tile_bases, band.n, p, count, q0, q1, plane_stride);
+        }
       }
     }
   });
@@ -675,21 +687,21 @@ void Int8Conv::RunIndirect(const ConvGeometry& g, const Int8ConvOperand& x, cons
   const size_t elem_size = out.rq != nullptr ? 1 : sizeof(int32_t);
   auto* const y_bytes = out.rq != nullptr ? out.q : reinterpret_cast<uint8_t*>(out.s32);
   ForEachNhwcTile<conv::kIndirectPixels, false>(
-      g, static_cast<const uint8_t*>(x.data), im, iw.panels, SplitThreads(g, k_, pool), pool,
-      [&](const uint8_t* const* base, int64_t n, int64_t p, int64_t count, int64_t q0, int64_t q1,
-          int64_t) {
-        conv::IndirectTile tile = proto;
-        tile.pixels = base;
-        tile.count = count;
-        for (int64_t q = q0; q < q1; ++q) {
-          const int64_t o = q * width;
-          tile.w = iw.packed.data() + q * g.kernel_h * g.kernel_w * cp * width;
-          tile.bias = run.bias.data() + o;
-          tile.multipliers = out.rq != nullptr ? run.multipliers.data() + o : nullptr;
-          tile.y = y_bytes + ((n * g.out_channels + o) * pixels + p) * elem_size;
-          tile.channels = std::min(width, g.out_channels - o);
-          conv::IndirectTileAvx512Vnni(width, tile);
-        }
+      g, static_cast<const uint8_t*>(x.data), im, iw.panels, SplitThreads(g, k_, pool), pool, [&] {
+        return [&, tile = proto](const uint8_t* const* base, int64_t n, int64_t p, int64_t count,
+                                 int64_t q0, int64_t q1, int64_t) mutable {
+          tile.pixels = base;
+          tile.count = count;
+          for (int64_t q = q0; q < q1; ++q) {
+            const int64_t o = q * width;
+            tile.w = iw.packed.data() + q * g.kernel_h * g.kernel_w * cp * width;
+            tile.bias = run.bias.data() + o;
+            tile.multipliers = out.rq != nullptr ? run.multipliers.data() + o : nullptr;
+            tile.y = y_bytes + ((n * g.out_channels + o) * pixels + p) * elem_size;
+            tile.channels = std::min(width, g.out_channels - o);
+            conv::IndirectTileAvx512Vnni(width, tile);
+          }
+        };
       });
 #else
   (void)g, (void)x, (void)out, (void)pool;
@@ -721,22 +733,22 @@ void Int8Conv::RunDepthwiseVector(const ConvGeometry& g, const Int8ConvOperand& 
   proto.zero_point = requant.zero_point;
   proto.signed_output = requant.signed_output;
   ForEachNhwcTile<conv::kDepthwiseVectorPixels, true>(
-      g, static_cast<const uint8_t*>(x.data), im, blocks, SplitThreads(g, taps, pool), pool,
-      [&](const uint8_t* const* base, int64_t n, int64_t p, int64_t count, int64_t q0, int64_t q1,
-          int64_t plane_stride) {
-        conv::DepthwiseVectorTile tile = proto;
-        tile.pixels = base;
-        tile.count = count;
-        for (int64_t q = q0; q < q1; ++q) {
-          const int64_t c = 16 * q;
-          tile.pixel_offset = q * plane_stride;
-          tile.w = dw.packed.data() + q * taps * 4 * 64;
-          tile.bias = run.bias.data() + c;
-          tile.multipliers = run.multipliers.data() + c;
-          tile.y = out.q + (n * g.out_channels + c) * pixels + p;
-          tile.channels = std::min<int64_t>(16, g.out_channels - c);
-          conv::DepthwiseVectorTileAvx512Vnni(tile);
-        }
+      g, static_cast<const uint8_t*>(x.data), im, blocks, SplitThreads(g, taps, pool), pool, [&] {
+        return [&, tile = proto](const uint8_t* const* base, int64_t n, int64_t p, int64_t count,
+                                 int64_t q0, int64_t q1, int64_t plane_stride) mutable {
+          tile.pixels = base;
+          tile.count = count;
+          for (int64_t q = q0; q < q1; ++q) {
+            const int64_t c = 16 * q;
+            tile.pixel_offset = q * plane_stride;
+            tile.w = dw.packed.data() + q * taps * 4 * 64;
+            tile.bias = run.bias.data() + c;
+            tile.multipliers = run.multipliers.data() + c;
+            tile.y = out.q + (n * g.out_channels + c) * pixels + p;
+            tile.channels = std::min<int64_t>(16, g.out_channels - c);
+            conv::DepthwiseVectorTileAvx512Vnni(tile);
+          }
+        };
       });
 #else
   (void)g, (void)x, (void)out, (void)pool;
