@@ -14,6 +14,7 @@
 #include <algorithm>
 
 #include "kernels/int8/conv_depthwise.h"
+#include "kernels/int8/interleave_avx512_inline.h"
 #include "kernels/int8/requantize_avx512_inline.h"
 
 namespace octet::conv {
@@ -84,10 +85,8 @@ void DepthwiseVectorTileAvx512Vnni(const DepthwiseVectorTile& t) {
     z[g] = NarrowToLaneBytes(q[0], q[1], q[2], q[3], t.signed_output);
   }
   // e[k], lane l: dword m is pixel 4 l + m's channels 4 j + k (byte j).
-  const __m512i a01 = _mm512_unpacklo_epi32(z[0], z[1]), b01 = _mm512_unpackhi_epi32(z[0], z[1]);
-  const __m512i a23 = _mm512_unpacklo_epi32(z[2], z[3]), b23 = _mm512_unpackhi_epi32(z[2], z[3]);
-  const __m512i e[4] = {_mm512_unpacklo_epi64(a01, a23), _mm512_unpackhi_epi64(a01, a23),
-                        _mm512_unpacklo_epi64(b01, b23), _mm512_unpackhi_epi64(b01, b23)};
+  __m512i e[4];
+  TransposeDwords4<Zmm>(z[0], z[1], z[2], z[3], e);
   const __mmask16 pixel_mask =
       t.count >= 16 ? __mmask16{0xFFFF} : static_cast<__mmask16>((1u << t.count) - 1);
 #pragma GCC unroll 4
@@ -130,26 +129,16 @@ void ToBlocked16(const uint8_t* x, int64_t channels, int64_t channel_stride, int
     };
     __m512i q[4][4];
 #pragma GCC unroll 4
-    for (int g = 0; g < 4; ++g) {
-      const __m512i c0 = load(4 * g), c1 = load(4 * g + 1), c2 = load(4 * g + 2),
-                    c3 = load(4 * g + 3);
-      const __m512i lo01 = _mm512_unpacklo_epi8(c0, c1), hi01 = _mm512_unpackhi_epi8(c0, c1);
-      const __m512i lo23 = _mm512_unpacklo_epi8(c2, c3), hi23 = _mm512_unpackhi_epi8(c2, c3);
-      q[g][0] = _mm512_unpacklo_epi16(lo01, lo23);
-      q[g][1] = _mm512_unpackhi_epi16(lo01, lo23);
-      q[g][2] = _mm512_unpacklo_epi16(hi01, hi23);
-      q[g][3] = _mm512_unpackhi_epi16(hi01, hi23);
-    }
+    for (int g = 0; g < 4; ++g)
+      InterleaveRows4<Zmm>(load(4 * g), load(4 * g + 1), load(4 * g + 2), load(4 * g + 3), q[g]);
 #pragma GCC unroll 4
     for (int j = 0; j < 4; ++j) {
-      const __m512i t0 = _mm512_unpacklo_epi32(q[0][j], q[1][j]);
-      const __m512i t1 = _mm512_unpackhi_epi32(q[0][j], q[1][j]);
-      const __m512i t2 = _mm512_unpacklo_epi32(q[2][j], q[3][j]);
-      const __m512i t3 = _mm512_unpackhi_epi32(q[2][j], q[3][j]);
-      const __m512i u0 = _mm512_unpacklo_epi64(t0, t2), u1 = _mm512_unpackhi_epi64(t0, t2);
-      const __m512i u2 = _mm512_unpacklo_epi64(t1, t3), u3 = _mm512_unpackhi_epi64(t1, t3);
-      const __m512i a = _mm512_shuffle_i32x4(u0, u1, 0x44), b = _mm512_shuffle_i32x4(u0, u1, 0xEE);
-      const __m512i c = _mm512_shuffle_i32x4(u2, u3, 0x44), d = _mm512_shuffle_i32x4(u2, u3, 0xEE);
+      __m512i u[4];
+      TransposeDwords4<Zmm>(q[0][j], q[1][j], q[2][j], q[3][j], u);
+      const __m512i a = _mm512_shuffle_i32x4(u[0], u[1], 0x44);
+      const __m512i b = _mm512_shuffle_i32x4(u[0], u[1], 0xEE);
+      const __m512i c = _mm512_shuffle_i32x4(u[2], u[3], 0x44);
+      const __m512i d = _mm512_shuffle_i32x4(u[2], u[3], 0xEE);
       const __m512i v[4] = {_mm512_shuffle_i32x4(a, c, 0x88), _mm512_shuffle_i32x4(a, c, 0xDD),
                             _mm512_shuffle_i32x4(b, d, 0x88), _mm512_shuffle_i32x4(b, d, 0xDD)};
 #pragma GCC unroll 4
@@ -175,24 +164,12 @@ void ToBlocked16(const uint8_t* x, int64_t channels, int64_t channel_stride, int
     };
     __m128i q[4][4];  // q[g][j]: pixels 4 j .. 4 j + 3, channels 4 g .. 4 g + 3
 #pragma GCC unroll 4
-    for (int g = 0; g < 4; ++g) {
-      const __m128i c0 = load(4 * g), c1 = load(4 * g + 1), c2 = load(4 * g + 2),
-                    c3 = load(4 * g + 3);
-      const __m128i lo01 = _mm_unpacklo_epi8(c0, c1), hi01 = _mm_unpackhi_epi8(c0, c1);
-      const __m128i lo23 = _mm_unpacklo_epi8(c2, c3), hi23 = _mm_unpackhi_epi8(c2, c3);
-      q[g][0] = _mm_unpacklo_epi16(lo01, lo23);
-      q[g][1] = _mm_unpackhi_epi16(lo01, lo23);
-      q[g][2] = _mm_unpacklo_epi16(hi01, hi23);
-      q[g][3] = _mm_unpackhi_epi16(hi01, hi23);
-    }
+    for (int g = 0; g < 4; ++g)
+      InterleaveRows4<Xmm>(load(4 * g), load(4 * g + 1), load(4 * g + 2), load(4 * g + 3), q[g]);
 #pragma GCC unroll 4
     for (int j = 0; j < 4; ++j) {
-      const __m128i t0 = _mm_unpacklo_epi32(q[0][j], q[1][j]);
-      const __m128i t1 = _mm_unpackhi_epi32(q[0][j], q[1][j]);
-      const __m128i t2 = _mm_unpacklo_epi32(q[2][j], q[3][j]);
-      const __m128i t3 = _mm_unpackhi_epi32(q[2][j], q[3][j]);
-      const __m128i u[4] = {_mm_unpacklo_epi64(t0, t2), _mm_unpackhi_epi64(t0, t2),
-                            _mm_unpacklo_epi64(t1, t3), _mm_unpackhi_epi64(t1, t3)};
+      __m128i u[4];
+      TransposeDwords4<Xmm>(q[0][j], q[1][j], q[2][j], q[3][j], u);
 #pragma GCC unroll 4
       for (int m = 0; m < 4; ++m) {  // pixel 4 j + m's 16 bytes
         if (4 * j + m < n)

@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "kernels/int8/conv_indirect.h"
+#include "kernels/int8/interleave_avx512_inline.h"
 #include "kernels/int8/requantize_avx512_inline.h"
 
 namespace octet::conv {
@@ -149,16 +150,7 @@ void Tile(const IndirectTile& t) {
 // 4 x 4 dword transposes within each 128-bit lane of m[q..q+3], for q = 0, 4,
 // .. < n: u[q + k] holds dword k of m[q], m[q + 1], m[q + 2], m[q + 3].
 [[gnu::always_inline]] inline void TransposeDwordQuads(const __m512i* m, int n, __m512i* u) {
-  for (int q = 0; q < n; q += 4) {
-    const __m512i t0 = _mm512_unpacklo_epi32(m[q], m[q + 1]);
-    const __m512i t1 = _mm512_unpackhi_epi32(m[q], m[q + 1]);
-    const __m512i t2 = _mm512_unpacklo_epi32(m[q + 2], m[q + 3]);
-    const __m512i t3 = _mm512_unpackhi_epi32(m[q + 2], m[q + 3]);
-    u[q] = _mm512_unpacklo_epi64(t0, t2);
-    u[q + 1] = _mm512_unpackhi_epi64(t0, t2);
-    u[q + 2] = _mm512_unpacklo_epi64(t1, t3);
-    u[q + 3] = _mm512_unpackhi_epi64(t1, t3);
-  }
+  for (int q = 0; q < n; q += 4) TransposeDwords4<Zmm>(m[q], m[q + 1], m[q + 2], m[q + 3], u + q);
 }
 
 // Stores the 16 pixels of a 16 x group_count dword matrix (m[j]: group
@@ -253,16 +245,11 @@ void TransposeBlock(const uint8_t* x, int64_t channels, int64_t channel_stride, 
         m[j] = _mm512_setzero_si512();
         continue;
       }
-      __m128i c[4];
-      for (int i = 0; i < 4; ++i) c[i] = load16(4 * (g0 + j) + i);
-      const __m128i lo01 = _mm_unpacklo_epi8(c[0], c[1]), hi01 = _mm_unpackhi_epi8(c[0], c[1]);
-      const __m128i lo23 = _mm_unpacklo_epi8(c[2], c[3]), hi23 = _mm_unpackhi_epi8(c[2], c[3]);
-      const __m256i first =
-          _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi16(lo01, lo23)),
-                                  _mm_unpackhi_epi16(lo01, lo23), 1);
-      const __m256i second =
-          _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi16(hi01, hi23)),
-                                  _mm_unpackhi_epi16(hi01, hi23), 1);
+      const int64_t c = 4 * (g0 + j);
+      __m128i q[4];
+      InterleaveRows4<Xmm>(load16(c), load16(c + 1), load16(c + 2), load16(c + 3), q);
+      const __m256i first = _mm256_inserti128_si256(_mm256_castsi128_si256(q[0]), q[1], 1);
+      const __m256i second = _mm256_inserti128_si256(_mm256_castsi128_si256(q[2]), q[3], 1);
       m[j] = _mm512_inserti64x4(_mm512_castsi256_si512(first), second, 1);
     }
     StoreGroupColumns<kVectors>(m, group_count, p, 4, count, cp, nhwc + 4 * g0);
@@ -275,14 +262,8 @@ void TransposeBlock(const uint8_t* x, int64_t channels, int64_t channel_stride, 
       for (auto& quad : quads[j]) quad = _mm512_setzero_si512();
       continue;
     }
-    __m512i c[4];
-    for (int i = 0; i < 4; ++i) c[i] = load(4 * (g0 + j) + i);
-    const __m512i lo01 = _mm512_unpacklo_epi8(c[0], c[1]), hi01 = _mm512_unpackhi_epi8(c[0], c[1]);
-    const __m512i lo23 = _mm512_unpacklo_epi8(c[2], c[3]), hi23 = _mm512_unpackhi_epi8(c[2], c[3]);
-    quads[j][0] = _mm512_unpacklo_epi16(lo01, lo23);
-    quads[j][1] = _mm512_unpackhi_epi16(lo01, lo23);
-    quads[j][2] = _mm512_unpacklo_epi16(hi01, hi23);
-    quads[j][3] = _mm512_unpackhi_epi16(hi01, hi23);
+    const int64_t c = 4 * (g0 + j);
+    InterleaveRows4<Zmm>(load(c), load(c + 1), load(c + 2), load(c + 3), quads[j]);
   }
 #pragma GCC unroll 4
   for (int q = 0; q < 4; ++q) {
