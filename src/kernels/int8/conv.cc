@@ -115,70 +115,11 @@ TileRequant TileRequantFor(const ConvRequantize& rq) {
 }
 
 #if defined(__x86_64__) || defined(_M_X64)
-// One indirect-path band: batch item n's output pixels [p0, p1) and the
-// padded rows [row0, row1) of its NHWC image their taps reach.
-struct NhwcBand {
+// One band of an NHWC path: batch item n's output pixels [p0, p1) and the
+// padded rows [row0, row1) of its image their taps reach.
+struct ImageBand {
   int64_t n = 0, p0 = 0, p1 = 0, row0 = 0, row1 = 0;
 };
-
-// The band's padded rows of x_item (batch item n's NCHW x) as NHWC rows of
-// padded_w x cp bytes (conv_indirect.h): pad_top rows and pad_left columns of
-// zb before x, zb after it.
-void BuildNhwcBand(const ConvGeometry& g, const uint8_t* x_item, const NhwcBand& band,
-                   int64_t padded_w, int64_t cp, uint8_t flip, uint8_t zb, uint8_t* image) {
-  const int64_t row_bytes = padded_w * cp, right_pad = padded_w - g.pad_left - g.in_w;
-  const int64_t in_pixels = g.in_h * g.in_w;
-  // Padded rows [x_row0, x_row1) hold x's rows x_row0 - pad_top onward.
-  const int64_t x_row0 = std::clamp(g.pad_top, band.row0, band.row1);
-  const int64_t x_row1 = std::clamp(g.pad_top + g.in_h, x_row0, band.row1);
-  std::fill_n(image, (x_row0 - band.row0) * row_bytes, zb);
-  std::fill(image + (x_row1 - band.row0) * row_bytes, image + (band.row1 - band.row0) * row_bytes,
-            zb);
-  const uint8_t* const x_first = x_item + (x_row0 - g.pad_top) * g.in_w;
-  uint8_t* const first = image + (x_row0 - band.row0) * row_bytes + g.pad_left * cp;
-  if (g.pad_left == 0 && right_pad == 0) {  // x's rows are one run
-    conv::ToNhwcAvx512Vnni(x_first, g.in_channels, in_pixels, (x_row1 - x_row0) * g.in_w, flip, cp,
-                           first);
-    return;
-  }
-  for (int64_t r = 0; r < x_row1 - x_row0; ++r) {
-    uint8_t* const row = first + r * row_bytes;
-    std::fill_n(row - g.pad_left * cp, g.pad_left * cp, zb);
-    std::fill_n(row + g.in_w * cp, right_pad * cp, zb);
-    conv::ToNhwcAvx512Vnni(x_first + r * g.in_w, g.in_channels, in_pixels, g.in_w, flip, cp, row);
-  }
-}
-
-// The band's padded rows of x_item as cp / 16 planes of 16-channel blocks,
-// plane_stride bytes apart, each padded_w x 16 bytes per row; padding as in
-// BuildNhwcBand.
-void BuildBlockedBand(const ConvGeometry& g, const uint8_t* x_item, const NhwcBand& band,
-                      int64_t padded_w, int64_t cp, int64_t plane_stride, uint8_t flip, uint8_t zb,
-                      uint8_t* image) {
-  const int64_t row_bytes = padded_w * 16, right_pad = padded_w - g.pad_left - g.in_w;
-  const int64_t in_pixels = g.in_h * g.in_w;
-  const int64_t x_row0 = std::clamp(g.pad_top, band.row0, band.row1);
-  const int64_t x_row1 = std::clamp(g.pad_top + g.in_h, x_row0, band.row1);
-  for (int64_t b = 0; b < cp / 16; ++b) {
-    uint8_t* const plane = image + b * plane_stride;
-    const uint8_t* const x_block = x_item + 16 * b * in_pixels + (x_row0 - g.pad_top) * g.in_w;
-    const int64_t channels = std::min<int64_t>(16, g.in_channels - 16 * b);
-    std::fill_n(plane, (x_row0 - band.row0) * row_bytes, zb);
-    std::fill(plane + (x_row1 - band.row0) * row_bytes, plane + plane_stride, zb);
-    uint8_t* const first = plane + (x_row0 - band.row0) * row_bytes + g.pad_left * 16;
-    if (g.pad_left == 0 && right_pad == 0) {  // x's rows are one run
-      conv::ToBlocked16Avx512Vnni(x_block, channels, in_pixels, (x_row1 - x_row0) * g.in_w, flip,
-                                  first);
-      continue;
-    }
-    for (int64_t r = 0; r < x_row1 - x_row0; ++r) {
-      uint8_t* const row = first + r * row_bytes;
-      std::fill_n(row - g.pad_left * 16, g.pad_left * 16, zb);
-      std::fill_n(row + g.in_w * 16, right_pad * 16, zb);
-      conv::ToBlocked16Avx512Vnni(x_block + r * g.in_w, channels, in_pixels, g.in_w, flip, row);
-    }
-  }
-}
 
 // The padded image of a convolution's x: pad_left columns of zb before each
 // row of x and after it as many as the last output pixel's taps reach; int8 x
@@ -186,13 +127,13 @@ void BuildBlockedBand(const ConvGeometry& g, const uint8_t* x_item, const NhwcBa
 // Either NHWC rows of cp bytes per pixel (pixel_bytes == cp, conv_indirect.h)
 // or cp / 16 planes of 16-channel blocks, 16 bytes per pixel (pixel_bytes ==
 // 16, conv_depthwise.h).
-struct NhwcImage {
+struct PaddedImage {
   int64_t cp = 0, pixel_bytes = 0, padded_w = 0, row_bytes = 0, tap_rows = 0;
   uint8_t flip = 0, zb = 0;
 };
-NhwcImage NhwcImageFor(const ConvGeometry& g, const Int8ConvOperand& x, int64_t cp,
-                       int64_t pixel_bytes) {
-  NhwcImage im;
+PaddedImage PaddedImageFor(const ConvGeometry& g, const Int8ConvOperand& x, int64_t cp,
+                           int64_t pixel_bytes) {
+  PaddedImage im;
   im.cp = cp;
   im.pixel_bytes = pixel_bytes;
   im.tap_rows = (g.kernel_h - 1) * g.dilation_h + 1;
@@ -204,10 +145,49 @@ NhwcImage NhwcImageFor(const ConvGeometry& g, const Int8ConvOperand& x, int64_t 
   return im;
 }
 
+// The band's padded rows of x_item (batch item n's NCHW x) in im's layout,
+// planes plane_stride bytes apart (one plane for NHWC rows): pad_top rows and
+// pad_left columns of zb before x, zb after it.
+void BuildBand(const ConvGeometry& g, const PaddedImage& im, const uint8_t* x_item,
+               const ImageBand& band, int64_t plane_stride, uint8_t* image) {
+  const int64_t pb = im.pixel_bytes, row_bytes = im.padded_w * pb;
+  const int64_t right_pad = im.padded_w - g.pad_left - g.in_w, in_pixels = g.in_h * g.in_w;
+  // Padded rows [x_row0, x_row1) hold x's rows x_row0 - pad_top onward.
+  const int64_t x_row0 = std::clamp(g.pad_top, band.row0, band.row1);
+  const int64_t x_row1 = std::clamp(g.pad_top + g.in_h, x_row0, band.row1);
+  for (int64_t c0 = 0; c0 < im.cp; c0 += pb) {  // a plane of pb channels
+    uint8_t* const plane = image + c0 / pb * plane_stride;
+    const uint8_t* const x_plane = x_item + c0 * in_pixels + (x_row0 - g.pad_top) * g.in_w;
+    const int64_t channels = std::min(pb, g.in_channels - c0);
+    // count pixels of x from x_run into dst, pb bytes each.
+    auto rearrange = [&](const uint8_t* x_run, int64_t count, uint8_t* dst) {
+      if (pb == im.cp) {
+        conv::ToNhwcAvx512Vnni(x_run, channels, in_pixels, count, im.flip, im.cp, dst);
+      } else {
+        conv::ToBlocked16Avx512Vnni(x_run, channels, in_pixels, count, im.flip, dst);
+      }
+    };
+    std::fill_n(plane, (x_row0 - band.row0) * row_bytes, im.zb);
+    std::fill(plane + (x_row1 - band.row0) * row_bytes, plane + (band.row1 - band.row0) * row_bytes,
+              im.zb);
+    uint8_t* const first = plane + (x_row0 - band.row0) * row_bytes + g.pad_left * pb;
+    if (g.pad_left == 0 && right_pad == 0) {  // x's rows are one run
+      rearrange(x_plane, (x_row1 - x_row0) * g.in_w, first);
+      continue;
+    }
+    for (int64_t r = 0; r < x_row1 - x_row0; ++r) {
+      uint8_t* const row = first + r * row_bytes;
+      std::fill_n(row - g.pad_left * pb, g.pad_left * pb, im.zb);
+      std::fill_n(row + g.in_w * pb, right_pad * pb, im.zb);
+      rearrange(x_plane + r * g.in_w, g.in_w, row);
+    }
+  }
+}
+
 // Per output channel (the first `channels` of `size` entries, the rest 0):
 // bias - zb * colsum(w) (int32 wrap-around, as everywhere), and the
 // multiplier when the output is requantized.
-void NhwcChannelConstants(const ConvRequantize* rq, const int32_t* row_bias,
+void BandChannelConstants(const ConvRequantize* rq, const int32_t* row_bias,
                           const std::vector<int32_t>& col_sum, int64_t channels, int64_t size,
                           uint8_t zb, IndirectRunScratch& run) {
   run.bias.assign(size, 0);
@@ -233,7 +213,7 @@ void NhwcChannelConstants(const ConvRequantize* rq, const int32_t* row_bias,
 // time (panel by panel instead of tile by tile), so a panel's weights stay in
 // L1 across the band when they are small (the depthwise path).
 template <int64_t kTilePixels, bool kPanelsOuter, typename MakeTileFn>
-void ForEachNhwcTile(const ConvGeometry& g, const uint8_t* x_bytes, const NhwcImage& im,
+void ForEachBandTile(const ConvGeometry& g, const uint8_t* x_bytes, const PaddedImage& im,
                      int64_t panels, int threads, ThreadPool* pool, const MakeTileFn& make_tile) {
   const int64_t in_pixels = g.in_h * g.in_w, pixels = g.out_h * g.out_w;
   const int64_t tiles = CeilDiv(pixels, kTilePixels);
@@ -247,7 +227,7 @@ void ForEachNhwcTile(const ConvGeometry& g, const uint8_t* x_bytes, const NhwcIm
   const int64_t panels_per_part = CeilDiv(panels, panel_parts);
   // Band `item`'s pixels and padded rows.
   auto band_of = [&](int64_t item) {
-    NhwcBand band;
+    ImageBand band;
     const int64_t b = item % bands;
     band.n = item / bands;
     band.p0 = BlockBegin(b, tiles, bands) * kTilePixels;
@@ -264,18 +244,13 @@ void ForEachNhwcTile(const ConvGeometry& g, const uint8_t* x_bytes, const NhwcIm
     int64_t built_item = -1;
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t part = t % panel_parts, item = t / panel_parts;
-      const NhwcBand band = band_of(item);
+      const ImageBand band = band_of(item);
       const int64_t q0 = part * panels_per_part, q1 = std::min(panels, q0 + panels_per_part);
       const int64_t plane_stride = (band.row1 - band.row0) * im.padded_w * im.pixel_bytes;
       if (item != built_item) {
         band_image.resize((band.row1 - band.row0) * im.row_bytes);
-        const uint8_t* const x_item = x_bytes + band.n * g.in_channels * in_pixels;
-        if (im.pixel_bytes == im.cp) {
-          BuildNhwcBand(g, x_item, band, im.padded_w, im.cp, im.flip, im.zb, band_image.data());
-        } else {
-          BuildBlockedBand(g, x_item, band, im.padded_w, im.cp, plane_stride, im.flip, im.zb,
-                           band_image.data());
-        }
+        BuildBand(g, im, x_bytes + band.n * g.in_channels * in_pixels, band, plane_stride,
+                  band_image.data());
         built_item = item;
       }
       // The next tile's pixel base positions (into plain pointers: through the
@@ -658,7 +633,7 @@ void Int8Conv::RunIndirect(const ConvGeometry& g, const Int8ConvOperand& x, cons
 #if defined(__x86_64__) || defined(_M_X64)
   const conv::IndirectWeights& iw = indirect_w_;
   const int64_t cp = iw.cp, width = iw.panel_width, pixels = g.out_h * g.out_w;
-  const NhwcImage im = NhwcImageFor(g, x, cp, cp);
+  const PaddedImage im = PaddedImageFor(g, x, cp, cp);
   IndirectRunScratch& run = ThreadIndirectRunScratch();
 
   // The runs of contiguous input bytes of one output pixel: one per kernel
@@ -670,7 +645,7 @@ void Int8Conv::RunIndirect(const ConvGeometry& g, const Int8ConvOperand& x, cons
       run_offsets.push_back(ky * g.dilation_h * im.row_bytes + kx * g.dilation_w * cp);
   }
   // The panels' padding channels and the 8 more a last half vector reads are 0.
-  NhwcChannelConstants(out.rq, out.row_bias, iw.col_sum, g.out_channels, iw.panels * width + 8,
+  BandChannelConstants(out.rq, out.row_bias, iw.col_sum, g.out_channels, iw.panels * width + 8,
                        im.zb, run);
   conv::IndirectTile proto;
   proto.run_offsets = run_offsets.data();
@@ -686,7 +661,7 @@ void Int8Conv::RunIndirect(const ConvGeometry& g, const Int8ConvOperand& x, cons
   }
   const size_t elem_size = out.rq != nullptr ? 1 : sizeof(int32_t);
   auto* const y_bytes = out.rq != nullptr ? out.q : reinterpret_cast<uint8_t*>(out.s32);
-  ForEachNhwcTile<conv::kIndirectPixels, false>(
+  ForEachBandTile<conv::kIndirectPixels, false>(
       g, static_cast<const uint8_t*>(x.data), im, iw.panels, SplitThreads(g, k_, pool), pool, [&] {
         return [&, tile = proto](const uint8_t* const* base, int64_t n, int64_t p, int64_t count,
                                  int64_t q0, int64_t q1, int64_t) mutable {
@@ -714,7 +689,7 @@ void Int8Conv::RunDepthwiseVector(const ConvGeometry& g, const Int8ConvOperand& 
 #if defined(__x86_64__) || defined(_M_X64)
   const conv::DepthwiseVectorWeights& dw = depthwise_vector_w_;
   const int64_t pixels = g.out_h * g.out_w, taps = g.kernel_h * g.kernel_w, blocks = dw.cp / 16;
-  const NhwcImage im = NhwcImageFor(g, x, dw.cp, 16);
+  const PaddedImage im = PaddedImageFor(g, x, dw.cp, 16);
   IndirectRunScratch& run = ThreadIndirectRunScratch();
   std::vector<int64_t>& tap_offsets = run.run_offsets;
   tap_offsets.clear();
@@ -722,7 +697,7 @@ void Int8Conv::RunDepthwiseVector(const ConvGeometry& g, const Int8ConvOperand& 
     for (int64_t kx = 0; kx < g.kernel_w; ++kx)
       tap_offsets.push_back((ky * g.dilation_h * im.padded_w + kx * g.dilation_w) * 16);
   }
-  NhwcChannelConstants(out.rq, out.row_bias, dw.col_sum, g.out_channels, dw.cp, im.zb, run);
+  BandChannelConstants(out.rq, out.row_bias, dw.col_sum, g.out_channels, dw.cp, im.zb, run);
   conv::DepthwiseVectorTile proto;
   proto.tap_offsets = tap_offsets.data();
   proto.taps = taps;
@@ -732,8 +707,8 @@ void Int8Conv::RunDepthwiseVector(const ConvGeometry& g, const Int8ConvOperand& 
   proto.hi = requant.hi;
   proto.zero_point = requant.zero_point;
   proto.signed_output = requant.signed_output;
-  ForEachNhwcTile<conv::kDepthwiseVectorPixels, true>(
-      g, static_cast<const uint8_t*>(x.data), im, blocks, SplitThreads(g, taps, pool), pool, [&] {
+  ForEachBandTile<conv::kDepthwiseVectorPixels, true>(
+      g, static_cast<const uint8_t*>(x.data), im, blocks, SplitThreads(g, k_, pool), pool, [&] {
         return [&, tile = proto](const uint8_t* const* base, int64_t n, int64_t p, int64_t count,
                                  int64_t q0, int64_t q1, int64_t plane_stride) mutable {
           tile.pixels = base;
