@@ -32,13 +32,15 @@ void DepthwiseVectorTileAvx512Vnni(const DepthwiseVectorTile& t) {
   const __m512i transpose4x4 = _mm512_set4_epi32(0x0F0B0703, 0x0E0A0602, 0x0D090501, 0x0C080400);
   const __m512i bias16 = _mm512_loadu_si512(t.bias);
   const __m512 multipliers16 = _mm512_loadu_ps(t.multipliers);
-  // order[k], dword j of every lane: 4 j + k, accumulator k's channels.
-  __m512i order[4];
+  // Accumulator k's channels (4 j + k in dword j of every lane): their
+  // multipliers, and their biases as the sums' starting values.
+  __m512 multiplier[4];
   __m512i acc[4][4];
 #pragma GCC unroll 4
   for (int k = 0; k < 4; ++k) {
-    order[k] = _mm512_add_epi32(_mm512_set4_epi32(12, 8, 4, 0), _mm512_set1_epi32(k));
-    const __m512i bias = _mm512_permutexvar_epi32(order[k], bias16);
+    const __m512i order = _mm512_add_epi32(_mm512_set4_epi32(12, 8, 4, 0), _mm512_set1_epi32(k));
+    multiplier[k] = _mm512_permutexvar_ps(order, multipliers16);
+    const __m512i bias = _mm512_permutexvar_epi32(order, bias16);
 #pragma GCC unroll 4
     for (int g = 0; g < 4; ++g) acc[g][k] = bias;
   }
@@ -79,8 +81,7 @@ void DepthwiseVectorTileAvx512Vnni(const DepthwiseVectorTile& t) {
       // The empty asm keeps GCC 12's tree PRE from tying this use to the
       // loop, which then copies every accumulator between registers per tap.
       asm("" : "+v"(acc[g][k]));
-      const __m512 multiplier = _mm512_permutexvar_ps(order[k], multipliers16);
-      q[k] = RequantizeVector(acc[g][k], multiplier, requant);
+      q[k] = RequantizeVector(acc[g][k], multiplier[k], requant);
     }
     z[g] = NarrowToLaneBytes(q[0], q[1], q[2], q[3], t.signed_output);
   }
