@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "core/thread_pool.h"
 #include "kernels/int8/conv.h"
 #include "kernels/int8/conv_indirect.h"
-#include "runtime/thread_pool.h"
 
 namespace octet {
 namespace {

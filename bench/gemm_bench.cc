@@ -13,9 +13,9 @@
 #include <random>
 #include <vector>
 
+#include "core/thread_pool.h"
 #include "int8_peak.h"
 #include "kernels/int8/gemm.h"
-#include "runtime/thread_pool.h"
 
 namespace octet {
 namespace {

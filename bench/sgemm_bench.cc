@@ -11,9 +11,9 @@
 #include <random>
 #include <vector>
 
+#include "core/thread_pool.h"
 #include "kernels/float/sgemm.h"
 #include "kernels/float/vmath.h"
-#include "runtime/thread_pool.h"
 
 namespace octet {
 namespace {

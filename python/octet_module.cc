@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/introspect.h"
 #include "runtime/session.h"
 
 namespace py = pybind11;
@@ -186,4 +187,13 @@ PYBIND11_MODULE(_octet, m) {
       .def("inputs_read_in_place", &octet::PySession::inputs_read_in_place)
       .def("outputs", &octet::PySession::outputs)
       .def("run", &octet::PySession::Run, py::arg("output_names"), py::arg("feeds"));
+  m.def("active_isa", &octet::ActiveIsaName);
+  m.def("supported_isas", &octet::SupportedIsaNames);
+  m.def("describe_rewrites", &octet::DescribeModelRewrites, py::arg("path"));
+  m.def("registered_kernels", [] {
+    py::list kernels;
+    for (const octet::KernelInfo &k : octet::RegisteredKernels())
+      kernels.append(py::make_tuple(k.domain, k.op_type, k.since_version, k.end_version));
+    return kernels;
+  });
 }

@@ -14,7 +14,10 @@ import numpy as np
 
 from . import _octet
 
-__all__ = ["InferenceSession", "NodeArg", "OctetError"]
+__all__ = [
+    "InferenceSession", "NodeArg", "OctetError", "active_isa", "supported_isas", "inspect",
+    "list_ops"
+]
 
 OctetError = _octet.OctetError
 OctetError.__doc__ = "Raised for every octet failure; str(error) is the one-line message."
@@ -131,3 +134,28 @@ class InferenceSession:
 
     def _type_of(self, name):
         return next(arg.type for arg in self._inputs if arg.name == name)
+
+
+def active_isa():
+    """The instruction-set path octet's kernels use here: OCTET_ISA when set, else the best
+    this CPU runs ("scalar", "avx2", "avxvnni", "avx512vnni", "neondot")."""
+    return _octet.active_isa()
+
+
+def supported_isas():
+    """Every instruction-set path this build and CPU can run (OCTET_ISA's names), scalar
+    first."""
+    return list(_octet.supported_isas())
+
+
+def inspect(path):
+    """What octet's graph rewrites do with the model at `path`, as `octet inspect` prints it:
+    one line per fused or refused group, then a summary line."""
+    return _octet.describe_rewrites(os.fspath(path))
+
+
+def list_ops():
+    """Every operator octet has a kernel for, as (domain, op_type, since_opset, end_opset)
+    tuples; end_opset is None when the kernel has no upper bound."""
+    return [(d, op, since, None if end >= 1 << 30 else end)
+            for d, op, since, end in _octet.registered_kernels()]

@@ -89,6 +89,11 @@ std::string ShapeToString(const Shape& shape) {
   return s + "]";
 }
 
+std::optional<int64_t> NormalizeAxis(int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank) return std::nullopt;
+  return axis < 0 ? axis + rank : axis;
+}
+
 Tensor::Tensor(DType dtype, Shape shape) : Tensor(dtype, std::move(shape), true) {}
 
 Tensor Tensor::Uninitialized(DType dtype, Shape shape) {

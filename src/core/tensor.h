@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,8 @@ using Shape = std::vector<int64_t>;
 // Product of dims; throws on a negative dim or on overflow.
 int64_t NumElements(const Shape &shape);
 std::string ShapeToString(const Shape &shape);  // "[2,3,4]"
+// axis in [-rank, rank) as a non-negative index; nullopt when out of range.
+std::optional<int64_t> NormalizeAxis(int64_t axis, int64_t rank);
 
 class Tensor {
  public:

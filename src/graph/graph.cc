@@ -73,6 +73,12 @@ std::string Node::Describe() const {
   return s;
 }
 
+int64_t Node::Axis(int64_t axis, int64_t rank) const {
+  const std::optional<int64_t> a = NormalizeAxis(axis, rank);
+  OCTET_CHECK(a.has_value(), Describe(), ": axis ", axis, " is out of range for rank ", rank);
+  return *a;
+}
+
 int Graph::FindValue(const std::string& name) const {
   auto it = value_ids_.find(name);
   return it == value_ids_.end() ? -1 : it->second;

@@ -69,6 +69,9 @@ struct Node {
                                const std::vector<int64_t>& default_value = {}) const;
   // "QuantizeLinear(ai.onnx, opset 21) node 'q1'" for error messages.
   std::string Describe() const;
+  // axis in [-rank, rank) as a non-negative index; throws octet::Error naming
+  // this node when it is out of range.
+  int64_t Axis(int64_t axis, int64_t rank) const;
 };
 
 struct Graph {

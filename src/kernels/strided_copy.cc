@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "core/error.h"
-#include "runtime/thread_pool.h"
+#include "core/thread_pool.h"
 
 namespace octet {
 

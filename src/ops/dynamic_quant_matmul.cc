@@ -116,7 +116,7 @@ DType InputOr(const std::vector<DType>& t, size_t i) {
 bool Omitted(DType t) { return t == DType::kUndefined; }
 
 bool AcceptsMatMulIntegerToFloat(const Node&, const std::vector<DType>& t) {
-  return t.size() >= 4 && t.size() <= 7 && IsInt8Type(t[0]) && IsInt8Type(t[1]) &&
+  return t.size() >= 4 && t.size() <= 7 && Is8Bit(t[0]) && Is8Bit(t[1]) &&
          t[2] == DType::kFloat32 && t[3] == DType::kFloat32 &&
          (Omitted(InputOr(t, 4)) || InputOr(t, 4) == t[0]) &&
          (Omitted(InputOr(t, 5)) || InputOr(t, 5) == t[1]) &&
@@ -124,7 +124,7 @@ bool AcceptsMatMulIntegerToFloat(const Node&, const std::vector<DType>& t) {
 }
 
 bool AcceptsDynamicQuantizeMatMul(const Node&, const std::vector<DType>& t) {
-  return t.size() >= 3 && t.size() <= 5 && t[0] == DType::kFloat32 && IsInt8Type(t[1]) &&
+  return t.size() >= 3 && t.size() <= 5 && t[0] == DType::kFloat32 && Is8Bit(t[1]) &&
          t[2] == DType::kFloat32 && (Omitted(InputOr(t, 3)) || InputOr(t, 3) == t[1]) &&
          (Omitted(InputOr(t, 4)) || InputOr(t, 4) == DType::kFloat32);
 }

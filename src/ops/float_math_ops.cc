@@ -7,11 +7,11 @@
 #include <cstring>
 #include <limits>
 
+#include "core/thread_pool.h"
 #include "kernels/float/broadcast.h"
 #include "kernels/float/sgemm.h"
 #include "kernels/float/vmath.h"
 #include "ops/registry.h"
-#include "runtime/thread_pool.h"
 
 namespace octet {
 
@@ -31,12 +31,6 @@ bool AllFloat32(const Node&, const std::vector<DType>& types) {
 
 std::vector<DType> SameAsInput0(const Node& node, const std::vector<DType>& t) {
   return std::vector<DType>(std::max<size_t>(node.outputs.size(), 1), t[0]);
-}
-
-int64_t NormalizeAxis(int64_t axis, int64_t rank, const Node& node) {
-  OCTET_CHECK(axis >= -rank && axis < rank, node.Describe(), ": axis ", axis,
-              " is out of range for rank ", rank);
-  return axis < 0 ? axis + rank : axis;
 }
 
 // ---- Unary element-wise -----------------------------------------------------
@@ -243,7 +237,7 @@ class ReduceKernel : public OpKernel {
       return;
     }
     std::vector<bool> reduced(rank, axes.empty());
-    for (int64_t a : axes) reduced[NormalizeAxis(a, rank, node)] = true;
+    for (int64_t a : axes) reduced[node.Axis(a, rank)] = true;
     Shape out_shape, kept_shape(rank);
     for (int64_t d = 0; d < rank; ++d) {
       kept_shape[d] = reduced[d] ? 1 : x.shape()[d];
@@ -344,7 +338,7 @@ class SoftmaxKernel : public OpKernel {
     Tensor& out = ctx.AllocateUninitializedOutput(0, DType::kFloat32, x.shape());
     const int64_t rank = static_cast<int64_t>(x.rank());
     if (x.numel() == 0) return;
-    const int64_t axis = NormalizeAxis(axis_, std::max<int64_t>(rank, 1), ctx.node());
+    const int64_t axis = ctx.node().Axis(axis_, std::max<int64_t>(rank, 1));
     int64_t outer = 1, length = 1, inner = 1;
     for (int64_t d = 0; d < rank; ++d) {
       int64_t& part = d < axis ? outer : (d == axis || coerce_2d_) ? length : inner;
@@ -389,7 +383,7 @@ class LayerNormKernel : public OpKernel {
     const Tensor& x = ctx.input(0);
     const Tensor& scale = ctx.input(1);
     const int64_t rank = static_cast<int64_t>(x.rank());
-    const int64_t axis = NormalizeAxis(axis_, rank, node);
+    const int64_t axis = node.Axis(axis_, rank);
     const Shape norm_shape(x.shape().begin() + axis, x.shape().end());
     auto check_param = [&](const Tensor& t, const char* what) {
       std::optional<Shape> b = BroadcastShapes(t.shape(), norm_shape);

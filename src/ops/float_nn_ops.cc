@@ -10,9 +10,9 @@
 #include <limits>
 #include <type_traits>
 
+#include "core/thread_pool.h"
 #include "kernels/float/sgemm.h"
 #include "ops/registry.h"
-#include "runtime/thread_pool.h"
 
 namespace octet {
 

@@ -9,6 +9,8 @@
 #include <optional>
 #include <vector>
 
+#include "core/thread_pool.h"
+#include "graph/octet_ops.h"
 #include "kernels/float/broadcast.h"
 #include "kernels/float/elementwise_float.h"
 #include "kernels/float/sgemm.h"
@@ -17,8 +19,6 @@
 #include "kernels/int8/quantize.h"
 #include "kernels/strided_copy.h"
 #include "ops/registry.h"
-#include "rewrite/float_attention.h"
-#include "runtime/thread_pool.h"
 
 namespace octet {
 

@@ -7,12 +7,12 @@
 #include <memory>
 #include <vector>
 
+#include "graph/octet_ops.h"
 #include "kernels/int8/conv.h"
 #include "kernels/int8/requantize.h"
 #include "ops/int_conv_params.h"
 #include "ops/int_params.h"
 #include "ops/registry.h"
-#include "rewrite/qdq_conv.h"
 
 namespace octet {
 
@@ -78,7 +78,7 @@ class FusedQdqConvKernel : public OpKernel {
       y_type_ = yz->dtype();
       y_zero_ = ReadZeroPoints(node, *yz, y_type_, "y_zero_point")[0];
     }
-    OCTET_CHECK(IsInt8Type(y_type_), node.Describe(), ": output type ", DTypeName(y_type_),
+    OCTET_CHECK(Is8Bit(y_type_), node.Describe(), ": output type ", DTypeName(y_type_),
                 " is not uint8 or int8");
     // An absorbed Relu / Clip (rewrite/qdq_activation.h): an integer clamp.
     const int64_t type_min = y_type_ == DType::kInt8 ? -128 : 0;
@@ -142,12 +142,12 @@ bool ZeroMatches(DType zero, DType data) { return zero == DType::kUndefined || z
 
 bool AcceptsFusedConv(const Node&, const std::vector<DType>& t) {
   if (t.size() != kFusedConvInputCount) return false;
-  return IsInt8Type(t[kFusedConvX]) && t[kFusedConvXScale] == DType::kFloat32 &&
-         ZeroMatches(t[kFusedConvXZero], t[kFusedConvX]) && IsInt8Type(t[kFusedConvW]) &&
+  return Is8Bit(t[kFusedConvX]) && t[kFusedConvXScale] == DType::kFloat32 &&
+         ZeroMatches(t[kFusedConvXZero], t[kFusedConvX]) && Is8Bit(t[kFusedConvW]) &&
          t[kFusedConvWScale] == DType::kFloat32 &&
          ZeroMatches(t[kFusedConvWZero], t[kFusedConvW]) &&
          t[kFusedConvYScale] == DType::kFloat32 &&
-         (t[kFusedConvYZero] == DType::kUndefined || IsInt8Type(t[kFusedConvYZero])) &&
+         (t[kFusedConvYZero] == DType::kUndefined || Is8Bit(t[kFusedConvYZero])) &&
          ZeroMatches(t[kFusedConvBias], DType::kInt32);
 }
 

@@ -12,12 +12,12 @@
 #include <memory>
 #include <vector>
 
+#include "graph/octet_ops.h"
 #include "kernels/int8/gemm.h"
 #include "kernels/int8/requantize.h"
 #include "ops/int_matmul_shape.h"
 #include "ops/int_params.h"
 #include "ops/registry.h"
-#include "rewrite/qdq_matmul.h"
 
 namespace octet {
 
@@ -240,10 +240,10 @@ bool AcceptsFused(const Node& node, const std::vector<DType>& t) {
   const DType y_type = t[kFusedYZero] != DType::kUndefined
                            ? t[kFusedYZero]
                            : static_cast<DType>(node.GetInt("y_type", 2));
-  return IsInt8Type(t[kFusedX]) && t[kFusedXScale] == DType::kFloat32 &&
-         ZeroMatches(t[kFusedXZero], t[kFusedX]) && IsInt8Type(t[kFusedW]) &&
+  return Is8Bit(t[kFusedX]) && t[kFusedXScale] == DType::kFloat32 &&
+         ZeroMatches(t[kFusedXZero], t[kFusedX]) && Is8Bit(t[kFusedW]) &&
          t[kFusedWScale] == DType::kFloat32 && ZeroMatches(t[kFusedWZero], t[kFusedW]) &&
-         (!quantized || (t[kFusedYScale] == DType::kFloat32 && IsInt8Type(y_type))) &&
+         (!quantized || (t[kFusedYScale] == DType::kFloat32 && Is8Bit(y_type))) &&
          (quantized || t[kFusedYZero] == DType::kUndefined) &&
          ZeroMatches(t[kFusedBias], DType::kInt32);
 }

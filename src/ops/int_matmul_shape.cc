@@ -4,9 +4,9 @@
 #include <optional>
 #include <span>
 
+#include "core/thread_pool.h"
 #include "kernels/float/broadcast.h"
 #include "ops/int_params.h"
-#include "runtime/thread_pool.h"
 
 namespace octet {
 
@@ -342,7 +342,7 @@ void RunIntMatMul(const MatMulShape& s, const Tensor& a, const MatMulZeroPoints&
 }
 
 void CheckInt8Operand(const Node& node, const Tensor& t, const char* name) {
-  OCTET_CHECK(IsInt8Type(t.dtype()), node.Describe(), ": input ", name, " has dtype ",
+  OCTET_CHECK(Is8Bit(t.dtype()), node.Describe(), ": input ", name, " has dtype ",
               DTypeName(t.dtype()), "; expected uint8 or int8");
 }
 

@@ -6,12 +6,11 @@
 #include <limits>
 #include <vector>
 
+#include "core/quant.h"
 #include "core/tensor.h"
 #include "graph/graph.h"
 
 namespace octet {
-
-inline bool IsInt8Type(DType t) { return t == DType::kUInt8 || t == DType::kInt8; }
 
 // The 8-bit value stored as byte b (int8 reads it as signed).
 inline int32_t ByteValue(int b, DType type) {

@@ -27,8 +27,8 @@ bool PerOutputChannel(const Node& node, const Tensor& param, int64_t out_channel
 }
 
 void CheckInt8Input(const Node& node, const Tensor& t, const char* name) {
-  OCTET_CHECK(IsInt8Type(t.dtype()), node.Describe(), ": ", name, " has dtype ",
-              DTypeName(t.dtype()), "; expected uint8 or int8");
+  OCTET_CHECK(Is8Bit(t.dtype()), node.Describe(), ": ", name, " has dtype ", DTypeName(t.dtype()),
+              "; expected uint8 or int8");
 }
 
 // Owns the zero points an Int8ConvOperand points to.
@@ -62,7 +62,7 @@ struct WeightSource {
                             init.input_types[w_zero_input] != DType::kUndefined;
     const Tensor* w_zero = constant(w_zero_input);
     if (w == nullptr || (zero_given && w_zero == nullptr) || (zero_required && !zero_given)) return;
-    if (!IsInt8Type(w->dtype()) || (w->rank() != 3 && w->rank() != 4)) return;
+    if (!Is8Bit(w->dtype()) || (w->rank() != 3 && w->rank() != 4)) return;
     if (w->dim(0) % attrs.group != 0) return;
     ConvGeometry shape;
     shape.out_channels = w->dim(0);
@@ -192,14 +192,14 @@ bool AcceptsConvInteger(const Node&, const std::vector<DType>& t) {
   auto zero_ok = [&](size_t i, DType operand) {
     return i >= t.size() || t[i] == DType::kUndefined || t[i] == operand;
   };
-  return t.size() >= 2 && t.size() <= 4 && IsInt8Type(t[0]) && IsInt8Type(t[1]) &&
-         zero_ok(2, t[0]) && zero_ok(3, t[1]);
+  return t.size() >= 2 && t.size() <= 4 && Is8Bit(t[0]) && Is8Bit(t[1]) && zero_ok(2, t[0]) &&
+         zero_ok(3, t[1]);
 }
 
 bool AcceptsQLinearConv(const Node&, const std::vector<DType>& t) {
   if (t.size() < 8 || t.size() > 9) return false;
   const bool bias_ok = t.size() == 8 || t[8] == DType::kUndefined || t[8] == DType::kInt32;
-  return IsInt8Type(t[0]) && t[2] == t[0] && IsInt8Type(t[3]) && t[5] == t[3] && IsInt8Type(t[7]) &&
+  return Is8Bit(t[0]) && t[2] == t[0] && Is8Bit(t[3]) && t[5] == t[3] && Is8Bit(t[7]) &&
          t[1] == DType::kFloat32 && t[4] == DType::kFloat32 && t[6] == DType::kFloat32 && bias_ok;
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/octet_ops.h"
 #include "kernels/int8/requantize.h"
 #include "ops/int_matmul_shape.h"
 #include "ops/int_params.h"
@@ -59,9 +60,9 @@ class QLinearMatMulKernel : public OpKernel {
       : b_(init, 3),
         a_zero_(init, 2, 0, "a_zero_point"),
         b_zero_(init, 5, 3, "b_zero_point"),
-        a_perm_(init.node.GetInts("octet_a_perm")),
-        b_perm_(init.node.GetInts("octet_b_perm")),
-        y_perm_(init.node.GetInts("octet_y_perm")) {
+        a_perm_(init.node.GetInts(kAPermAttr)),
+        b_perm_(init.node.GetInts(kBPermAttr)),
+        y_perm_(init.node.GetInts(kYPermAttr)) {
     const Tensor* a_scale = ConstantInput(init, 1);
     const Tensor* b_scale = ConstantInput(init, 4);
     const Tensor* y_scale = ConstantInput(init, 6);
@@ -113,7 +114,7 @@ class QLinearMatMulKernel : public OpKernel {
     const MatMulZeroPoints b_zero = b_zero_.Get(ctx, b, false, b_zero_storage);
     const ParamLayout b_scale_layout = ColumnParamLayout(node, b_scale, b_shape, "b_scale");
     const DType y_type = y_zero_point.dtype();
-    OCTET_CHECK(IsInt8Type(y_type), node.Describe(), ": y_zero_point has dtype ", DTypeName(y_type),
+    OCTET_CHECK(Is8Bit(y_type), node.Describe(), ": y_zero_point has dtype ", DTypeName(y_type),
                 "; expected uint8 or int8");
     PackedMatMulB b_storage;
     const PackedMatMulB& packed = b_perm_.empty() ? b_.Get(node, b, b_storage)
@@ -156,7 +157,7 @@ bool MatchesOrOmitted(DType zero_point, DType operand) {
 }
 
 bool AcceptsMatMulInteger(const Node&, const std::vector<DType>& t) {
-  return t.size() >= 2 && t.size() <= 4 && IsInt8Type(t[0]) && IsInt8Type(t[1]) &&
+  return t.size() >= 2 && t.size() <= 4 && Is8Bit(t[0]) && Is8Bit(t[1]) &&
          MatchesOrOmitted(t.size() > 2 ? t[2] : DType::kUndefined, t[0]) &&
          MatchesOrOmitted(t.size() > 3 ? t[3] : DType::kUndefined, t[1]);
 }
@@ -168,8 +169,8 @@ bool AcceptsQLinearMatMul(const Node& node, const std::vector<DType>& t) {
   const bool scales_ok = node.opset >= 21
                              ? OneOf(t[1], {DType::kFloat32, DType::kFloat16, DType::kBFloat16})
                              : t[1] == DType::kFloat32;
-  return scales_ok && t[4] == t[1] && t[6] == t[1] && IsInt8Type(t[0]) && t[2] == t[0] &&
-         IsInt8Type(t[3]) && t[5] == t[3] && IsInt8Type(t[7]);
+  return scales_ok && t[4] == t[1] && t[6] == t[1] && Is8Bit(t[0]) && t[2] == t[0] &&
+         Is8Bit(t[3]) && t[5] == t[3] && Is8Bit(t[7]);
 }
 
 }  // namespace

@@ -9,10 +9,10 @@
 #include <memory>
 #include <vector>
 
+#include "core/thread_pool.h"
+#include "graph/octet_ops.h"
 #include "kernels/int8/lookup.h"
 #include "ops/registry.h"
-#include "rewrite/qdq_lookup.h"
-#include "runtime/thread_pool.h"
 
 namespace octet {
 

@@ -217,11 +217,11 @@ DType InputOr(const std::vector<DType>& t, size_t i) {
 // s8 A with s8 B and s8 or float Y; octet computes every 8-bit combination exactly.
 bool AcceptsQGemm(const Node&, const std::vector<DType>& t) {
   const DType c = InputOr(t, kC), y_scale = InputOr(t, kYScale), y_zero = InputOr(t, kYZeroPoint);
-  return t.size() >= 6 && t.size() <= 9 && IsInt8Type(t[kA]) && t[kAScale] == DType::kFloat32 &&
-         t[kAZeroPoint] == t[kA] && IsInt8Type(t[kB]) && t[kBScale] == DType::kFloat32 &&
+  return t.size() >= 6 && t.size() <= 9 && Is8Bit(t[kA]) && t[kAScale] == DType::kFloat32 &&
+         t[kAZeroPoint] == t[kA] && Is8Bit(t[kB]) && t[kBScale] == DType::kFloat32 &&
          t[kBZeroPoint] == t[kB] && (c == DType::kUndefined || c == DType::kInt32) &&
          (y_scale == DType::kUndefined || y_scale == DType::kFloat32) &&
-         (y_zero == DType::kUndefined || IsInt8Type(y_zero));
+         (y_zero == DType::kUndefined || Is8Bit(y_zero));
 }
 
 std::vector<DType> QGemmOutputType(const Node& node, const std::vector<DType>& t) {

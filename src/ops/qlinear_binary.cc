@@ -14,11 +14,11 @@
 #include <utility>
 #include <vector>
 
+#include "core/thread_pool.h"
+#include "graph/octet_ops.h"
 #include "kernels/float/broadcast.h"
 #include "ops/int_params.h"
 #include "ops/registry.h"
-#include "rewrite/qdq_binary.h"
-#include "runtime/thread_pool.h"
 
 namespace octet {
 
@@ -182,7 +182,7 @@ std::optional<DequantizedConstant> DequantizeConstantOperand(const KernelInit& i
     const bool zero_omitted =
         zero_index >= init.input_types.size() || init.input_types[zero_index] == DType::kUndefined;
     const Tensor* zero = constant(zero_index);
-    if (data == nullptr || !IsInt8Type(data->dtype()) || scale == nullptr ||
+    if (data == nullptr || !Is8Bit(data->dtype()) || scale == nullptr ||
         scale->dtype() != DType::kFloat32 || NumElements(scale->shape()) != 1 ||
         (!zero_omitted &&
          (zero == nullptr || zero->dtype() != data->dtype() || NumElements(zero->shape()) != 1)))
@@ -230,7 +230,7 @@ class QLinearBinaryKernel : public OpKernel {
     const DType out_type = node.domain == kMsDomain ? a.dtype()
                            : ctx.has_input(kCZero)  ? ctx.input(kCZero).dtype()
                                                     : static_cast<DType>(node.GetInt("y_type", 0));
-    OCTET_CHECK(IsInt8Type(out_type), node.Describe(), ": output type ", DTypeName(out_type),
+    OCTET_CHECK(Is8Bit(out_type), node.Describe(), ": output type ", DTypeName(out_type),
                 " is not 8-bit");
     ScalarQParams pa{ReadScalarScale(ctx, kAScale, "A_scale"), 0, a.dtype()};
     ScalarQParams pb{ReadScalarScale(ctx, kBScale, "B_scale"), 0, b.dtype()};
@@ -279,7 +279,7 @@ class QLinearBinaryKernel : public OpKernel {
 };
 
 bool AcceptsBinary(const Node&, const std::vector<DType>& t) {
-  if (t.size() < kCScale + 1 || t.size() > kInputCount || !IsInt8Type(t[kA]) || t[kB] != t[kA])
+  if (t.size() < kCScale + 1 || t.size() > kInputCount || !Is8Bit(t[kA]) || t[kB] != t[kA])
     return false;
   for (size_t zero : {kAZero, kBZero, kCZero})
     if (zero < t.size() && t[zero] != DType::kUndefined && t[zero] != t[kA]) return false;
@@ -290,14 +290,14 @@ bool AcceptsBinary(const Node&, const std::vector<DType>& t) {
 // octet.QdqAdd / QdqMul (made by rewrite/qdq_binary.cc): A and B may differ in type; C's
 // type is its zero point's, or attribute y_type.
 bool AcceptsQdqBinary(const Node& node, const std::vector<DType>& t) {
-  if (t.size() < kCScale + 1 || t.size() > kInputCount || !IsInt8Type(t[kA]) || !IsInt8Type(t[kB]))
+  if (t.size() < kCScale + 1 || t.size() > kInputCount || !Is8Bit(t[kA]) || !Is8Bit(t[kB]))
     return false;
   const auto zero_ok = [&](size_t i, DType data) {
     return i >= t.size() || t[i] == DType::kUndefined || t[i] == data;
   };
   const bool c_typed = kCZero < t.size() && t[kCZero] != DType::kUndefined;
   const DType c_type = c_typed ? t[kCZero] : static_cast<DType>(node.GetInt("y_type", 0));
-  return zero_ok(kAZero, t[kA]) && zero_ok(kBZero, t[kB]) && IsInt8Type(c_type) &&
+  return zero_ok(kAZero, t[kA]) && zero_ok(kBZero, t[kB]) && Is8Bit(c_type) &&
          t[kAScale] == DType::kFloat32 && t[kBScale] == DType::kFloat32 &&
          t[kCScale] == DType::kFloat32;
 }

@@ -26,11 +26,11 @@
 #include <string>
 #include <vector>
 
+#include "core/quant.h"
+#include "core/thread_pool.h"
 #include "kernels/int8/lookup.h"
 #include "ops/int_params.h"
 #include "ops/registry.h"
-#include "rewrite/qdq_util.h"
-#include "runtime/thread_pool.h"
 
 namespace octet {
 
@@ -157,7 +157,7 @@ class QLinearLookupKernel : public OpKernel {
 };
 
 bool AcceptsLookup(const Node&, const std::vector<DType>& t) {
-  if (t.size() < kYScale + 1 || t.size() > kLookupInputCount || !IsInt8Type(t[kX])) return false;
+  if (t.size() < kYScale + 1 || t.size() > kLookupInputCount || !Is8Bit(t[kX])) return false;
   for (size_t zero : {kXZero, kYZero})
     if (zero < t.size() && t[zero] != DType::kUndefined && t[zero] != t[kX]) return false;
   return t[kXScale] == DType::kFloat32 && t[kYScale] == DType::kFloat32;
@@ -233,7 +233,7 @@ class QLinearConcatKernel : public OpKernel {
 };
 
 bool AcceptsConcat(const Node&, const std::vector<DType>& t) {
-  if (t.size() < 5 || (t.size() - 2) % 3 != 0 || t[0] != DType::kFloat32 || !IsInt8Type(t[1]))
+  if (t.size() < 5 || (t.size() - 2) % 3 != 0 || t[0] != DType::kFloat32 || !Is8Bit(t[1]))
     return false;
   for (size_t i = 2; i < t.size(); i += 3)
     if (t[i] != t[1] || t[i + 1] != DType::kFloat32 || t[i + 2] != t[1]) return false;

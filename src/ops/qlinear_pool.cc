@@ -37,10 +37,10 @@
 #include <string>
 #include <vector>
 
+#include "core/thread_pool.h"
 #include "kernels/int8/requantize.h"
 #include "ops/int_params.h"
 #include "ops/registry.h"
-#include "runtime/thread_pool.h"
 
 namespace octet {
 
@@ -419,7 +419,7 @@ class QLinearAveragePoolKernel : public OpKernel {
 };
 
 bool AcceptsPool(const Node&, const std::vector<DType>& t) {
-  if (t.size() < kYScale + 1 || t.size() > kPoolInputCount || !IsInt8Type(t[kX])) return false;
+  if (t.size() < kYScale + 1 || t.size() > kPoolInputCount || !Is8Bit(t[kX])) return false;
   for (size_t zero : {kXZero, kYZero})
     if (zero < t.size() && t[zero] != DType::kUndefined && t[zero] != t[kX]) return false;
   return t[kXScale] == DType::kFloat32 && t[kYScale] == DType::kFloat32;

@@ -1,4 +1,4 @@
-// Reference kernels for QuantizeLinear, DequantizeLinear (ai.onnx, every
+// The kernels of QuantizeLinear, DequantizeLinear (ai.onnx, every
 // opset; com.microsoft opset 1) and DynamicQuantizeLinear. The float steps
 // follow ONNX Runtime 1.31.1 exactly; docs/int8.md ("Quantize and dequantize")
 // lists each one and how it was established.
@@ -14,10 +14,10 @@
 #include <vector>
 
 #include "core/float_types.h"
+#include "core/thread_pool.h"
 #include "kernels/int8/quantize.h"
 #include "ops/int_params.h"
 #include "ops/registry.h"
-#include "runtime/thread_pool.h"
 
 namespace octet {
 

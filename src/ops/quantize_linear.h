@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "runtime/thread_pool.h"
+#include "core/thread_pool.h"
 
 namespace octet {
 

@@ -99,22 +99,22 @@ class KernelRegistry {
 };
 
 // Each op family registers itself here; ops/register_all.cc calls them all.
-void RegisterQuantizeOps(KernelRegistry& r);       // ops/quantize_linear.cc etc.
-void RegisterIntegerMatMulOps(KernelRegistry& r);  // ops/qlinear_matmul.cc, matmul_integer.cc
-void RegisterIntegerConvOps(KernelRegistry& r);    // ops/qlinear_conv.cc, conv_integer.cc
+void RegisterQuantizeOps(KernelRegistry& r);       // ops/quantize_linear.cc
+void RegisterIntegerMatMulOps(KernelRegistry& r);  // ops/integer_matmul.cc
+void RegisterIntegerConvOps(KernelRegistry& r);    // ops/integer_conv.cc
 void RegisterFloatOps(KernelRegistry& r);          // ops/float_ops.cc
 void RegisterFloatMathOps(KernelRegistry& r);      // ops/float_math_ops.cc
 void RegisterFloatNnOps(KernelRegistry& r);        // ops/float_nn_ops.cc
 void RegisterTensorOps(KernelRegistry& r);         // ops/tensor_ops.cc
-void RegisterFusedOps(KernelRegistry& r);          // ops/fused_*.cc (nodes made by rewrite/)
-void RegisterFusedConvOps(KernelRegistry& r);      // ops/fused_qdq_conv.cc (rewrite/qdq_conv.h)
+void RegisterFusedOps(KernelRegistry& r);          // ops/fused_qdq_matmul.cc (graph/octet_ops.h)
+void RegisterFusedConvOps(KernelRegistry& r);      // ops/fused_qdq_conv.cc (graph/octet_ops.h)
 void RegisterMsQuantMatMulOps(KernelRegistry& r);  // ops/dynamic_quant_matmul.cc (com.microsoft)
 void RegisterQGemmOps(KernelRegistry& r);          // ops/qgemm.cc (com.microsoft QGemm)
 void RegisterShapeOps(KernelRegistry& r);          // ops/shape_ops.cc (movement ops, any dtype)
 void RegisterQLinearBinaryOps(KernelRegistry& r);  // ops/qlinear_binary.cc (ms QLinearAdd/Mul)
 void RegisterQLinearMiscOps(KernelRegistry& r);    // ops/qlinear_misc.cc (QLinearConcat/...)
 void RegisterQLinearPoolOps(KernelRegistry& r);    // ops/qlinear_pool.cc (QLinear*AveragePool)
-void RegisterLookupTableOps(KernelRegistry& r);    // ops/lookup_table.cc (rewrite/qdq_lookup.h)
+void RegisterLookupTableOps(KernelRegistry& r);    // ops/lookup_table.cc (graph/octet_ops.h)
 
 // Helpers for KernelDef::accepts.
 bool OneOf(DType t, std::initializer_list<DType> allowed);

@@ -24,12 +24,6 @@ std::vector<int64_t> ReadInts(const Node& node, const Tensor& t, const char* nam
   return v;
 }
 
-int64_t NormalizedAxis(const Node& node, int64_t axis, int64_t rank) {
-  OCTET_CHECK(axis >= -rank && axis < rank, node.Describe(), ": axis ", axis,
-              " is out of range for rank ", rank);
-  return axis < 0 ? axis + rank : axis;
-}
-
 // Axes from the attribute (older opsets) or the optional input `index`.
 std::vector<int64_t> AxesOf(KernelContext& ctx, int since_input_opset, size_t index) {
   const Node& node = ctx.node();
@@ -76,7 +70,7 @@ class FlattenKernel : public OpKernel {
     const Tensor& x = ctx.input(0);
     const int64_t rank = static_cast<int64_t>(x.rank());
     int64_t axis = ctx.node().GetInt("axis", 1);
-    if (axis != rank) axis = NormalizedAxis(ctx.node(), axis, rank);
+    if (axis != rank) axis = ctx.node().Axis(axis, rank);
     const Shape& s = x.shape();
     const int64_t outer = NumElements(Shape(s.begin(), s.begin() + axis));
     ctx.SetOutput(0, x.Reshaped({outer, NumElements(Shape(s.begin() + axis, s.end()))}));
@@ -92,7 +86,7 @@ class SqueezeKernel : public OpKernel {
     std::vector<bool> drop(static_cast<size_t>(rank), false);
     const std::vector<int64_t> axes = AxesOf(ctx, 13, 1);
     for (int64_t a : axes) {
-      const int64_t axis = NormalizedAxis(node, a, rank);
+      const int64_t axis = node.Axis(a, rank);
       OCTET_CHECK(x.dim(axis) == 1, node.Describe(), ": cannot squeeze axis ", a, " of shape ",
                   ShapeToString(x.shape()));
       drop[axis] = true;
@@ -113,7 +107,7 @@ class UnsqueezeKernel : public OpKernel {
     const int64_t rank = static_cast<int64_t>(x.rank() + axes.size());
     std::vector<bool> added(static_cast<size_t>(rank), false);
     for (int64_t a : axes) {
-      const int64_t axis = NormalizedAxis(node, a, rank);
+      const int64_t axis = node.Axis(a, rank);
       OCTET_CHECK(!added[axis], node.Describe(), ": axis ", a, " repeats");
       added[axis] = true;
     }
@@ -147,7 +141,7 @@ class TransposeKernel : public OpKernel {
     Shape out_shape;
     std::vector<int64_t> strides;
     for (int64_t p : perm) {
-      const int64_t axis = NormalizedAxis(node, p, rank);
+      const int64_t axis = node.Axis(p, rank);
       OCTET_CHECK(!seen[axis], node.Describe(), ": perm repeats axis ", p);
       seen[axis] = true;
       out_shape.push_back(x.dim(axis));
@@ -165,7 +159,7 @@ class GatherKernel : public OpKernel {
     const Tensor& x = ctx.input(0);
     const int64_t rank = static_cast<int64_t>(x.rank());
     OCTET_CHECK(rank >= 1, node.Describe(), ": data must have rank >= 1");
-    const int64_t axis = NormalizedAxis(node, node.GetInt("axis", 0), rank);
+    const int64_t axis = node.Axis(node.GetInt("axis", 0), rank);
     const Tensor& idx = ctx.input(1);
     const std::vector<int64_t> indices = ReadInts(node, idx, "indices");
     Shape out_shape(x.shape().begin(), x.shape().begin() + axis);
@@ -216,7 +210,7 @@ class SliceKernel : public OpKernel {
     Shape out_shape = x.shape();
     std::vector<int64_t> first(static_cast<size_t>(rank), 0), step(static_cast<size_t>(rank), 1);
     for (size_t i = 0; i < starts.size(); ++i) {
-      const int64_t a = NormalizedAxis(node, axes[i], rank), dim = x.dim(a), s = steps[i];
+      const int64_t a = node.Axis(axes[i], rank), dim = x.dim(a), s = steps[i];
       OCTET_CHECK(s != 0, node.Describe(), ": step 0 on axis ", axes[i]);
       auto clamp_index = [&](int64_t v, int64_t lo, int64_t hi) {
         if (v < 0) v += dim;

@@ -9,9 +9,9 @@
 #include <limits>
 
 #include "core/float_types.h"
+#include "core/thread_pool.h"
 #include "kernels/float/broadcast.h"
 #include "ops/registry.h"
-#include "runtime/thread_pool.h"
 
 namespace octet {
 
@@ -75,12 +75,6 @@ std::vector<int64_t> ReadInt64s(const Tensor& t, const Node& node, const char* w
   return std::vector<int64_t>(t.data<int64_t>(), t.data<int64_t>() + t.numel());
 }
 
-int64_t NormalizeAxis(int64_t axis, int64_t rank, const Node& node) {
-  OCTET_CHECK(axis >= -rank && axis < rank, node.Describe(), ": axis ", axis,
-              " is out of range for rank ", rank);
-  return axis < 0 ? axis + rank : axis;
-}
-
 // ---- Shape ----------------------------------------------------------------
 
 class ShapeKernel : public OpKernel {
@@ -126,7 +120,7 @@ class ConcatKernel : public OpKernel {
     const Tensor& first = ctx.input(0);
     const int64_t rank = static_cast<int64_t>(first.rank());
     OCTET_CHECK(rank > 0, node.Describe(), ": inputs must have rank >= 1");
-    const int64_t axis = NormalizeAxis(axis_, rank, node);
+    const int64_t axis = node.Axis(axis_, rank);
     Shape out_shape = first.shape();
     out_shape[axis] = 0;
     for (size_t i = 0; i < ctx.num_inputs(); ++i) {
@@ -543,7 +537,7 @@ class SplitKernel : public OpKernel {
     const Node& node = ctx.node();
     const Tensor& x = ctx.input(0);
     const int64_t rank = static_cast<int64_t>(x.rank());
-    const int64_t axis = NormalizeAxis(axis_, rank, node);
+    const int64_t axis = node.Axis(axis_, rank);
     const int64_t dim = x.shape()[axis];
     const int64_t outputs = static_cast<int64_t>(ctx.num_outputs());
     std::vector<int64_t> split = split_attr_;
@@ -633,7 +627,7 @@ class PadKernel : public OpKernel {
     std::vector<int64_t> axes;
     if (ctx.has_input(3)) {
       axes = ReadInt64s(ctx.input(3), node, "axes");
-      for (int64_t& a : axes) a = NormalizeAxis(a, rank, node);
+      for (int64_t& a : axes) a = node.Axis(a, rank);
     } else {
       for (int64_t a = 0; a < rank; ++a) axes.push_back(a);
     }

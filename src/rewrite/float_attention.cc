@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/octet_ops.h"
 #include "rewrite/qdq_lookup.h"
 #include "rewrite/qdq_util.h"
 

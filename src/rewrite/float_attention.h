@@ -3,7 +3,7 @@
 //
 //   y = MatMul(Softmax(Add(Div(MatMul(q, k_t), divisor), mask), axis=-1), v)
 //
-// becomes one octet.FloatAttention(q, k_t, divisor, mask, v) (ops/float_ops.cc),
+// becomes one octet.FloatAttention(q, k_t, divisor, mask, v) (graph/octet_ops.h),
 // which runs each head of each sequence start to end with its scores in cache
 // instead of five passes over the whole scores tensor. Each element takes the
 // same operations as in the five nodes, so the result has the same bits. The
@@ -15,11 +15,9 @@
 #pragma once
 
 #include "graph/graph.h"
-#include "rewrite/qdq_matmul.h"
+#include "rewrite/qdq_report.h"
 
 namespace octet {
-
-inline constexpr const char* kFloatAttentionOp = "FloatAttention";  // domain kOctetDomain
 
 void FuseFloatAttention(Graph& g, QdqReport& report);
 
@@ -28,12 +26,10 @@ void FuseFloatAttention(Graph& g, QdqReport& report);
 //
 //   y = QuantizeLinear(Softmax(Add(LookupTable(x, table), mask), axis=-1), scale, zero_point)
 //
-// becomes one octet.MaskedSoftmax(x, table, mask, scale, zero_point), which takes
-// each row from x to y in cache instead of three float passes over the scores. The
-// lookup and the quantization (one constant scale and zero point, 8-bit) are each
-// optional; the bits are those of the separate nodes. Runs after the lookup pass.
-inline constexpr const char* kMaskedSoftmaxOp = "MaskedSoftmax";  // domain kOctetDomain
-
+// becomes one octet.MaskedSoftmax(x, table, mask, scale, zero_point) (graph/octet_ops.h), which
+// takes each row from x to y in cache instead of three float passes over the scores. The lookup and
+// the quantization (one constant scale and zero point, 8-bit) are each optional; the bits are those
+// of the separate nodes. Runs after the lookup pass.
 void FuseMaskedSoftmax(Graph& g, QdqReport& report);
 
 }  // namespace octet

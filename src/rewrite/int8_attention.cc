@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/octet_ops.h"
 #include "rewrite/qdq_util.h"
 
 namespace octet {
@@ -51,7 +52,7 @@ void FoldInt8HeadTransposes(Graph& g, QdqReport& report) {
     };
     const int a_transpose = feeding_transpose(0, false);
     if (a_transpose >= 0) {
-      mm.attributes["octet_a_perm"] = Attribute::Ints(kHeadsSwap);
+      mm.attributes[kAPermAttr] = Attribute::Ints(kHeadsSwap);
       mm.inputs[0] = g.nodes[a_transpose].inputs[0];
       removed[a_transpose] = true;
       folded += " A '" + g.nodes[a_transpose].name + "'";
@@ -62,7 +63,7 @@ void FoldInt8HeadTransposes(Graph& g, QdqReport& report) {
             ? feeding_transpose(3, true)
             : -1;
     if (b_transpose >= 0) {
-      mm.attributes["octet_b_perm"] = Attribute::Ints(g.nodes[b_transpose].GetInts("perm"));
+      mm.attributes[kBPermAttr] = Attribute::Ints(g.nodes[b_transpose].GetInts("perm"));
       mm.inputs[3] = g.nodes[b_transpose].inputs[0];
       removed[b_transpose] = true;
       folded += " B '" + g.nodes[b_transpose].name + "'";
@@ -70,7 +71,7 @@ void FoldInt8HeadTransposes(Graph& g, QdqReport& report) {
     const int merge = SoleConsumer(g, consumers, mm.outputs[0]);
     if (merge >= 0 && !removed[merge] && IsTranspose(g.nodes[merge]) &&
         g.nodes[merge].GetInts("perm") == kHeadsSwap) {
-      mm.attributes["octet_y_perm"] = Attribute::Ints(kHeadsSwap);
+      mm.attributes[kYPermAttr] = Attribute::Ints(kHeadsSwap);
       mm.outputs[0] = g.nodes[merge].outputs[0];
       removed[merge] = true;
       folded += " Y '" + g.nodes[merge].name + "'";

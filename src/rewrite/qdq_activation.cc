@@ -4,6 +4,8 @@
 #include <limits>
 #include <vector>
 
+#include "graph/octet_ops.h"
+
 namespace octet {
 
 namespace {

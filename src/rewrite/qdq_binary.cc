@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/octet_ops.h"
 #include "rewrite/qdq_util.h"
 
 namespace octet {

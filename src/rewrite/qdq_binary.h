@@ -3,7 +3,8 @@
 // Runtime 1.31.1 at ORT_ENABLE_ALL (x86, default session options) computes for the
 // group, bit for bit, on the 8-bit tensors (issue 4; docs/qdq.md, "Binary ops"):
 // - com.microsoft QLinearAdd | QLinearMul where ORT fuses the group as stored;
-// - octet.QdqAdd | QdqMul, arithmetic="qlinear", shift=[a, b, c] where ORT fuses it
+// - octet.QdqAdd | QdqMul (graph/octet_ops.h), arithmetic="qlinear", shift=[a, b, c] where ORT
+// fuses it
 //   after moving some of its tensors from int8 to uint8 (shift 128 each);
 // - octet.QdqAdd | QdqMul, arithmetic="float" where ORT keeps the three nodes and
 //   runs them in float32 (the float steps, without the float tensors).
@@ -12,12 +13,9 @@
 #include <vector>
 
 #include "graph/graph.h"
-#include "rewrite/qdq_matmul.h"
+#include "rewrite/qdq_report.h"
 
 namespace octet {
-
-inline constexpr const char* kQdqAddOp = "QdqAdd";
-inline constexpr const char* kQdqMulOp = "QdqMul";
 
 // ORT's QDQS8ToU8Transformer (level 2; runs unless session.qdqisint8allowed=1, which
 // x86 does not set by default): a QuantizeLinear whose output has exactly one consumer

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "core/error.h"
-#include "kernels/int8/gemm.h"
-#include "ops/int_conv_params.h"
+#include "graph/conv_attributes.h"
+#include "graph/octet_ops.h"
 #include "rewrite/qdq_activation.h"
 #include "rewrite/qdq_util.h"
 

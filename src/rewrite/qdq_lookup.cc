@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/registry.h"
+#include "graph/octet_ops.h"
 #include "rewrite/qdq_binary.h"
 #include "rewrite/qdq_util.h"
 
@@ -75,21 +75,10 @@ bool IsMovement(const Node& n) {
          n.op_type == "Identity" || n.op_type == "Cast";
 }
 
-// Runs one node with octet's kernels (no thread pool), as the session would.
-std::vector<Tensor> RunNode(const Node& node, const std::vector<const Tensor*>& inputs) {
-  std::vector<DType> types;
-  for (const Tensor* t : inputs) types.push_back(t ? t->dtype() : DType::kUndefined);
-  const KernelDef& def = KernelRegistry::Global().Find(node, types);
-  KernelInit init{node, types, inputs, nullptr};
-  std::unique_ptr<OpKernel> kernel = def.create(init);
-  KernelContext ctx(node, inputs, nullptr);
-  kernel->Run(ctx);
-  return std::move(ctx.outputs());
-}
-
 class ChainFolder {
  public:
-  ChainFolder(Graph& g, QdqReport& report) : g_(g), report_(report) {
+  ChainFolder(Graph& g, QdqReport& report, const NodeEvaluator& evaluate)
+      : g_(g), report_(report), evaluate_(evaluate) {
     for (int v : g.outputs) graph_outputs_.insert(v);
   }
 
@@ -154,7 +143,7 @@ class ChainFolder {
       }
       if (all_constant) {
         try {
-          std::vector<Tensor> outs = RunNode(node, inputs);
+          std::vector<Tensor> outs = evaluate_(node, inputs);
           for (size_t i = 0; i < node.outputs.size(); ++i)
             if (node.outputs[i] == value && outs[i].numel() == 1) slot = outs[i];
         } catch (const Error&) {
@@ -275,7 +264,7 @@ class ChainFolder {
             min_rank = std::max<int64_t>(min_rank, static_cast<int64_t>(t->rank()));
           inputs.push_back(t);
         }
-        std::vector<Tensor> outs = RunNode(node, inputs);
+        std::vector<Tensor> outs = evaluate_(node, inputs);
         for (size_t i = 0; i < node.outputs.size(); ++i)
           if (node.outputs[i] >= 0) values[node.outputs[i]] = std::move(outs[i]);
       }
@@ -311,12 +300,15 @@ class ChainFolder {
 
   Graph& g_;
   QdqReport& report_;
+  const NodeEvaluator& evaluate_;
   std::set<int> graph_outputs_;
   std::map<int, Tensor> constants_;  // ScalarConstant's answers; undefined = not constant
 };
 
 }  // namespace
 
-void FoldPointwiseChainsToTables(Graph& g, QdqReport& report) { ChainFolder(g, report).Run(); }
+void FoldPointwiseChainsToTables(Graph& g, QdqReport& report, const NodeEvaluator& evaluate) {
+  ChainFolder(g, report, evaluate).Run();
+}
 
 }  // namespace octet

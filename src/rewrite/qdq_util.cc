@@ -61,29 +61,6 @@ std::string ReadScalarQdq(const Graph& g, const Node& n, ScalarQParams& p) {
   return "";
 }
 
-float DequantizeValue(int32_t q, const ScalarQParams& p) {
-  return static_cast<float>(q - p.zero) * p.scale;
-}
-
-int32_t QMin(DType t) { return t == DType::kInt8 ? -128 : 0; }
-int32_t QMax(DType t) { return t == DType::kInt8 ? 127 : 255; }
-
-int32_t QuantizeValue(float x, const ScalarQParams& p) {
-  float v = x / p.scale;
-  const float lo = static_cast<float>(QMin(p.type) - p.zero);
-  const float hi = static_cast<float>(QMax(p.type) - p.zero);
-  if (!(v >= lo)) v = lo;  // NaN goes to the low end, as maxps does
-  if (v > hi) v = hi;
-  return static_cast<int32_t>(std::nearbyint(v)) + p.zero;
-}
-
-bool Is8Bit(DType t) { return t == DType::kInt8 || t == DType::kUInt8; }
-
-std::optional<int64_t> NormalizeAxis(int64_t axis, int64_t rank) {
-  if (axis < -rank || axis >= rank) return std::nullopt;
-  return axis < 0 ? axis + rank : axis;
-}
-
 std::string ReadDq(const Graph& g, const Node& dq, DqParams& p) {
   p.data = InputAt(dq, 0);
   p.scale = InputAt(dq, 1);

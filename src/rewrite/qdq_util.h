@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/quant.h"
 #include "graph/graph.h"
 
 namespace octet {
@@ -24,29 +25,9 @@ const Tensor* ConstantValue(const Graph& g, int value);
 // (kUndefined when it does not).
 DType KnownDType(const Graph& g, int value);
 
-// One per-tensor Q or DQ parameter set read from constants.
-struct ScalarQParams {
-  float scale = 1.f;
-  int32_t zero = 0;
-  DType type = DType::kUndefined;  // the 8-bit side's type
-};
-
 // Reads a QuantizeLinear / DequantizeLinear whose scale and zero point are
 // one-value float32 / 8-bit constants; returns the reason when it is not one.
 std::string ReadScalarQdq(const Graph& g, const Node& n, ScalarQParams& p);
-
-// ONNX Runtime's DequantizeLinear of one value: float(q - zero) * scale.
-float DequantizeValue(int32_t q, const ScalarQParams& p);
-// ONNX Runtime's QuantizeLinear of one value (MLAS): x / scale clamped in float
-// to the range shifted by the zero point, rounded half to even, plus the zero point.
-int32_t QuantizeValue(float x, const ScalarQParams& p);
-int32_t QMin(DType t);  // 8-bit types only
-int32_t QMax(DType t);
-
-bool Is8Bit(DType t);  // int8 or uint8
-
-// Normalizes an axis against a rank; nullopt when out of range.
-std::optional<int64_t> NormalizeAxis(int64_t axis, int64_t rank);
 
 // A DequantizeLinear's parameters, checked for what the fused kernels fold.
 struct DqParams {

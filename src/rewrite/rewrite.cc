@@ -27,7 +27,7 @@ bool EnvIs(const char* name, const char* value) {
   return v != nullptr && std::strcmp(v, value) == 0;
 }
 
-QdqReport RunQdqPasses(Graph& graph) {
+QdqReport RunQdqPasses(Graph& graph, const NodeEvaluator& evaluate) {
   // ORT's S8-to-U8 choice is made on the graph as written, before any pass edits it.
   const std::vector<bool> ort_uint8_values = FindOrtUint8Values(graph);
   QdqReport report = FuseQdqMatMul(graph);
@@ -40,7 +40,7 @@ QdqReport RunQdqPasses(Graph& graph) {
   FuseFloatAttention(graph, report);
   MergeSliceChains(graph, report);
   // OCTET_QDQ_LOOKUP=0: the control for the lookup tables alone (every other pass runs).
-  if (!EnvIs("OCTET_QDQ_LOOKUP", "0")) FoldPointwiseChainsToTables(graph, report);
+  if (!EnvIs("OCTET_QDQ_LOOKUP", "0")) FoldPointwiseChainsToTables(graph, report, evaluate);
   FuseMaskedSoftmax(graph, report);       // after the tables: it takes one in
   FoldInt8HeadTransposes(graph, report);  // after the movement pass settles the Transposes
   return report;
@@ -48,17 +48,17 @@ QdqReport RunQdqPasses(Graph& graph) {
 
 }  // namespace
 
-void ApplyRewrites(Graph& graph) {
+void ApplyRewrites(Graph& graph, const NodeEvaluator& evaluate) {
   // OCTET_QDQ=0 is the control: the graph runs node by node, as written.
   if (EnvIs("OCTET_QDQ", "0")) return;
-  const QdqReport report = RunQdqPasses(graph);
+  const QdqReport report = RunQdqPasses(graph, evaluate);
   if (EnvIs("OCTET_QDQ_DEBUG", "1")) std::cerr << FormatQdqReport(report) << std::flush;
 }
 
-std::string DescribeRewrites(const Graph& graph) {
+std::string DescribeRewrites(const Graph& graph, const NodeEvaluator& evaluate) {
   if (EnvIs("OCTET_QDQ", "0")) return "qdq passes off (OCTET_QDQ=0)\n";
   Graph copy = graph;  // initializers are shared tensors; values keep pointing at graph's
-  const QdqReport report = RunQdqPasses(copy);
+  const QdqReport report = RunQdqPasses(copy, evaluate);
   std::ostringstream os;
   for (const QdqRecord& r : report.records) {
     os << (r.fused ? "fused   " : "refused ") << r.op << " '" << r.node << "'"

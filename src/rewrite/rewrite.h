@@ -1,21 +1,30 @@
 // Graph passes that run once at session creation, before kernels are chosen.
 #pragma once
 
+#include <functional>
 #include <string>
+#include <vector>
 
+#include "core/tensor.h"
 #include "graph/graph.h"
 
 namespace octet {
 
+// Computes one node's outputs from its inputs (null: omitted) as the session's
+// kernels would. Passes that prove a rewrite by evaluating nodes (the lookup
+// tables) are given one; the runtime passes ops/evaluate.h's EvaluateNode.
+using NodeEvaluator =
+    std::function<std::vector<Tensor>(const Node&, const std::vector<const Tensor*>&)>;
+
 // Runs every enabled pass over the graph (in place). Passes keep the graph's
 // inputs, outputs and results unchanged; they only change how it is computed.
-void ApplyRewrites(Graph& graph);
+void ApplyRewrites(Graph& graph, const NodeEvaluator& evaluate);
 
 // For `octet inspect MODEL`: what the QDQ passes would do to this graph (run on
 // a copy), one line per fused or refused group in graph order:
 //   fused   <op> '<node>' -> <what it became>
 //   refused <op> '<node>' why=<reason>
 // then `qdq_groups=<n> claimed=<n>`; says so when OCTET_QDQ=0 turns the passes off.
-std::string DescribeRewrites(const Graph& graph);
+std::string DescribeRewrites(const Graph& graph, const NodeEvaluator& evaluate);
 
 }  // namespace octet

@@ -9,10 +9,11 @@
 #include <set>
 #include <thread>
 
+#include "core/thread_pool.h"
 #include "model/onnx_loader.h"
+#include "ops/evaluate.h"
 #include "ops/registry.h"
 #include "rewrite/rewrite.h"
-#include "runtime/thread_pool.h"
 
 namespace octet {
 
@@ -87,7 +88,7 @@ void InferenceSession::Impl::Prepare(int threads) {
   profile = profile_env && std::string(profile_env) == "1";
 
   Graph &g = model.graph;
-  ApplyRewrites(g);
+  ApplyRewrites(g, EvaluateNode);
   value_types.assign(g.values.size(), DType::kUndefined);
   for (int v : g.inputs) {
     const Value &val = g.values[v];

@@ -16,12 +16,12 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/thread_pool.h"
 #include "guarded_buffer.h"
 #include "kernels/int8/conv.h"
 #include "kernels/int8/conv_depthwise.h"
 #include "kernels/int8/conv_reference.h"
 #include "kernels/int8/requantize.h"
-#include "runtime/thread_pool.h"
 
 namespace octet {
 namespace {

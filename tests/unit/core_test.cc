@@ -5,9 +5,9 @@
 #include <cstring>
 
 #include "core/tensor.h"
+#include "core/thread_pool.h"
 #include "graph/graph.h"
 #include "ops/registry.h"
-#include "runtime/thread_pool.h"
 
 namespace octet {
 namespace {

@@ -11,10 +11,10 @@
 #include <optional>
 #include <random>
 
+#include "core/thread_pool.h"
 #include "int_op_test_util.h"
 #include "kernels/strided_copy.h"
 #include "ops/registry.h"
-#include "runtime/thread_pool.h"
 
 namespace octet {
 namespace {

@@ -12,10 +12,11 @@
 #include <optional>
 #include <random>
 
+#include "core/thread_pool.h"
+#include "graph/octet_ops.h"
 #include "int_op_test_util.h"
 #include "ops/registry.h"
 #include "rewrite/qdq_lookup.h"
-#include "runtime/thread_pool.h"
 
 namespace octet {
 namespace {

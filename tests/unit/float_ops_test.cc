@@ -7,9 +7,9 @@
 #include <limits>
 #include <random>
 
+#include "core/thread_pool.h"
 #include "int_op_test_util.h"
 #include "ops/registry.h"
-#include "runtime/thread_pool.h"
 
 namespace octet {
 namespace {

@@ -20,10 +20,10 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/thread_pool.h"
 #include "guarded_buffer.h"
 #include "kernels/int8/gemm_reference.h"
 #include "kernels/int8/requantize.h"
-#include "runtime/thread_pool.h"
 
 namespace octet {
 namespace {

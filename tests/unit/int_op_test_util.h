@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "core/thread_pool.h"
 #include "ops/registry.h"
-#include "runtime/thread_pool.h"
 
 namespace octet::int_test {
 

@@ -12,10 +12,10 @@
 #include <cmath>
 #include <limits>
 
+#include "core/thread_pool.h"
 #include "int_op_test_util.h"
 #include "kernels/int8/gemm.h"
 #include "kernels/int8/requantize.h"
-#include "runtime/thread_pool.h"
 
 namespace octet {
 namespace {

@@ -11,10 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "graph/octet_ops.h"
 #include "graph_builder.h"
 #include "kernels/int8/conv.h"
 #include "kernels/int8/conv_reference.h"
 #include "kernels/int8/requantize.h"
+#include "ops/evaluate.h"
 #include "rewrite/qdq_matmul.h"
 #include "rewrite/rewrite.h"
 
@@ -64,8 +66,8 @@ Builder ConvGroup(bool per_channel = true, bool bias = true) {
 
 TEST(QdqConvTest, GroupBecomesOneFusedNode) {
   Builder b = ConvGroup();
-  const std::string listing = DescribeRewrites(b.g);
-  ApplyRewrites(b.g);
+  const std::string listing = DescribeRewrites(b.g, EvaluateNode);
+  ApplyRewrites(b.g, EvaluateNode);
   ASSERT_EQ(b.g.nodes.size(), 1u);
   const Node& f = b.g.nodes[0];
   EXPECT_EQ(f.domain, kOctetDomain);
@@ -94,8 +96,8 @@ TEST(QdqConvTest, ReluAfterTheGroupBecomesTheClamp) {
   b.Add("Relu", {"yd"}, "yr", "relu");
   b.Add("QuantizeLinear", {"yr", "sy", "zy"}, "out");
   b.g.outputs = {b.V("out")};
-  const std::string listing = DescribeRewrites(b.g);
-  ApplyRewrites(b.g);
+  const std::string listing = DescribeRewrites(b.g, EvaluateNode);
+  ApplyRewrites(b.g, EvaluateNode);
   ASSERT_EQ(b.g.nodes.size(), 1u) << listing;
   EXPECT_EQ(b.g.nodes[0].op_type, kFusedConvOp);
   EXPECT_EQ(b.g.nodes[0].outputs[0], b.V("out"));
@@ -120,12 +122,12 @@ TEST(QdqConvTest, ReluOrtRemovesBeforeTheQIsDropped) {
   relu.outputs = {b.V("cr")};
   for (size_t n = 0; n < b.g.nodes.size(); ++n)
     b.g.values[b.g.nodes[n].outputs[0]].producer = static_cast<int>(n);
-  const std::string listing = DescribeRewrites(b.g);
+  const std::string listing = DescribeRewrites(b.g, EvaluateNode);
   EXPECT_NE(listing.find("fused   Conv 'conv' -> octet.QLinearConvFused (int8 output, Relu "
                          "dropped as ONNX Runtime does)"),
             std::string::npos)
       << listing;
-  ApplyRewrites(b.g);
+  ApplyRewrites(b.g, EvaluateNode);
   ASSERT_EQ(b.g.nodes.size(), 1u);
 }
 
@@ -174,12 +176,12 @@ TEST(QdqConvTest, RefusalsKeepTheGraphAndSayWhy) {
     Builder b = ConvGroup();
     c.mutate(b);
     const size_t nodes = b.g.nodes.size();
-    const std::string listing = DescribeRewrites(b.g);
+    const std::string listing = DescribeRewrites(b.g, EvaluateNode);
     EXPECT_NE(listing.find(std::string("refused Conv 'conv' why=") + c.why), std::string::npos)
         << c.name << ":\n"
         << listing;
     EXPECT_NE(listing.find("qdq_groups=1 claimed=0"), std::string::npos) << c.name << listing;
-    ApplyRewrites(b.g);
+    ApplyRewrites(b.g, EvaluateNode);
     EXPECT_EQ(b.g.nodes.size(), nodes) << c.name;
   }
 }

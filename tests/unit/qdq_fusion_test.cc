@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/octet_ops.h"
 #include "ops/registry.h"
 #include "rewrite/qdq_matmul.h"
 

@@ -6,7 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "graph/octet_ops.h"
 #include "graph_builder.h"
+#include "ops/evaluate.h"
 #include "rewrite/qdq_matmul.h"
 #include "rewrite/rewrite.h"
 
@@ -44,8 +46,8 @@ Builder Mlp() {
 
 TEST(QdqRewritesTest, MlpKeepsInt8BetweenFusedNodesAndAbsorbsRelu) {
   Builder b = Mlp();
-  const std::string listing = DescribeRewrites(b.g);
-  ApplyRewrites(b.g);
+  const std::string listing = DescribeRewrites(b.g, EvaluateNode);
+  ApplyRewrites(b.g, EvaluateNode);
   ASSERT_EQ(b.g.nodes.size(), 2u);
   const Node& first = b.g.nodes[0];
   const Node& second = b.g.nodes[1];
@@ -65,7 +67,7 @@ TEST(QdqRewritesTest, RequantizingReluIsRefusedWithReason) {
   Builder b = Mlp();
   b.Init<float>("s_other", {}, 0.07f);
   b.g.nodes[6].inputs[1] = b.V("s_other");  // the Relu's Q gets a different scale
-  const std::string listing = DescribeRewrites(b.g);
+  const std::string listing = DescribeRewrites(b.g, EvaluateNode);
   EXPECT_NE(listing.find("refused Relu 'relu' why=activation_requantizes"), std::string::npos)
       << listing;
 }
@@ -80,7 +82,7 @@ TEST(QdqRewritesTest, ReshapeBetweenEqualQdqRunsOnInt8) {
   b.Add("Reshape", {"xd", "shape"}, "r", "reshape");
   b.Add("QuantizeLinear", {"r", "s", "z"}, "y");
   b.g.outputs.push_back(b.V("y"));
-  ApplyRewrites(b.g);
+  ApplyRewrites(b.g, EvaluateNode);
   ASSERT_EQ(b.g.nodes.size(), 1u);
   EXPECT_EQ(b.g.nodes[0].op_type, "Reshape");
   EXPECT_EQ(b.g.nodes[0].inputs[0], b.V("x"));

@@ -16,13 +16,14 @@
 #include <string>
 #include <vector>
 
+#include "core/thread_pool.h"
+#include "graph/octet_ops.h"
 #include "guarded_buffer.h"
 #include "int_op_test_util.h"
 #include "kernels/float/broadcast.h"
 #include "kernels/int8/qlinear_binary.h"
 #include "rewrite/qdq_binary.h"
 #include "rewrite/qdq_matmul.h"
-#include "runtime/thread_pool.h"
 
 namespace octet {
 namespace {

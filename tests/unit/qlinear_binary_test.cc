@@ -9,8 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "graph/octet_ops.h"
 #include "graph_builder.h"
 #include "int_op_test_util.h"
+#include "ops/evaluate.h"
 #include "rewrite/qdq_binary.h"
 #include "rewrite/rewrite.h"
 
@@ -113,10 +115,10 @@ Graph AddGroup(DType b_type) {
 
 TEST(QLinearBinaryTest, RewriteMakesOneQLinearAdd) {
   Graph g = AddGroup(DType::kUInt8);
-  const std::string listing = DescribeRewrites(g);
+  const std::string listing = DescribeRewrites(g, EvaluateNode);
   EXPECT_NE(listing.find("fused   Add 'Add2' -> com.microsoft.QLinearAdd"), std::string::npos)
       << listing;
-  ApplyRewrites(g);
+  ApplyRewrites(g, EvaluateNode);
   ASSERT_EQ(g.nodes.size(), 1u);
   const Node& n = g.nodes[0];
   EXPECT_EQ(n.op_type, "QLinearAdd");

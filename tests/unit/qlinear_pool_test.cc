@@ -14,9 +14,9 @@
 #include <random>
 #include <sstream>
 
+#include "core/thread_pool.h"
 #include "int_op_test_util.h"
 #include "kernels/isa.h"
-#include "runtime/thread_pool.h"
 
 namespace octet {
 namespace {

@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "core/float_types.h"
+#include "core/thread_pool.h"
 #include "int_op_test_util.h"
 #include "ops/registry.h"
-#include "runtime/thread_pool.h"
 
 namespace octet {
 namespace {

@@ -18,9 +18,9 @@
 #include <random>
 #include <vector>
 
+#include "core/thread_pool.h"
 #include "int_op_test_util.h"
 #include "ops/registry.h"
-#include "runtime/thread_pool.h"
 
 namespace octet {
 namespace {

@@ -7,8 +7,8 @@
 #include <functional>
 
 #include "core/error.h"
+#include "core/thread_pool.h"
 #include "kernels/float/sgemm_kernels.h"
-#include "runtime/thread_pool.h"
 
 namespace octet {
 

@@ -8,8 +8,8 @@
 #include <bit>
 #include <cmath>
 
+#include "core/thread_pool.h"
 #include "kernels/float/vmath_impl.h"
-#include "runtime/thread_pool.h"
 
 namespace octet::vmath {
 

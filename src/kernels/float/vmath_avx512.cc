@@ -4,10 +4,6 @@
 // includes so that inlined intrinsics agree.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("fp-contract=off")
-// GCC 12 reports the _mm512_undefined_ps() pass-through of unmasked
-// intrinsics (min, max, shifts) as uninitialized (GCC bug 105593).
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 #include <immintrin.h>
 

@@ -5,12 +5,12 @@
 #include <functional>
 
 #include "core/error.h"
+#include "core/thread_pool.h"
 #include "kernels/int8/conv_depthwise.h"
 #include "kernels/int8/conv_pack.h"
 #include "kernels/int8/gemm.h"
 #include "kernels/int8/gemm_pack.h"
 #include "kernels/int8/requantize.h"
-#include "runtime/thread_pool.h"
 
 namespace octet {
 

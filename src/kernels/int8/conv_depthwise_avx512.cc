@@ -1,8 +1,5 @@
 // The depthwise plane (conv_depthwise.h) built with AVX-512: 16 input bytes
 // widened to x - x_zero per step.
-// GCC 12.2 warns falsely about the _mm512_undefined_* pass-through operand of
-// unpack/cvt intrinsics (GCC bug 105593, fixed in 12.3).
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 #include <immintrin.h>
 

@@ -2,9 +2,6 @@
 // with w' in the low half of each lane and 0 in the high half, is acc + x' * w'
 // exactly (|x'|, |w'| <= 255 fit int16; the plane's int32 x' has x' in its low
 // half), with the int32 wrap-around of the scalar kernel.
-// GCC 12.2 warns falsely about the _mm512_undefined_* pass-through operand of
-// unpack/cvt intrinsics (GCC bug 105593, fixed in 12.3).
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 #include <immintrin.h>
 

@@ -3,10 +3,6 @@
 // rows broadcast, 32 uint8 x columns as two zmm per group of 4 k) with the
 // requantization done in registers and each output channel's 32 pixels
 // narrowed and stored straight into its NCHW row: no int32 block in memory.
-// GCC 12.2 warns falsely about the _mm512_undefined_* pass-through operand of
-// some intrinsics (GCC bug 105593, fixed in 12.3).
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
 
 #include <immintrin.h>
 

@@ -3,10 +3,6 @@
 // per pixel, vector and channel group), its requantizing epilogue and the NCHW ->
 // NHWC transpose of x. The requantization is requantize.h's, op for op
 // (requantize_avx512_inline.h).
-// GCC 12.2 warns falsely about the _mm512_undefined_* pass-through operand of
-// some intrinsics (GCC bug 105593, fixed in 12.3).
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
 
 #include <immintrin.h>
 

@@ -1,8 +1,5 @@
 // conv_pack_impl.h compiled with AVX-512 VNNI (masked row segments, column sums
 // by vpdpbusd). Called only when Int8Conv runs the AVX-512 VNNI micro-kernel.
-// GCC 12.2 warns falsely about the _mm512_undefined_* pass-through operand of
-// unpack/cvt intrinsics (GCC bug 105593, fixed in 12.3).
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 #include "kernels/int8/conv_pack_impl.h"
 

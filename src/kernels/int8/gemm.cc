@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/thread_pool.h"
 #include "kernels/int8/gemm_pack.h"
-#include "runtime/thread_pool.h"
 
 namespace octet {
 

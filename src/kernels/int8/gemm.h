@@ -15,6 +15,7 @@
 #include <functional>
 #include <vector>
 
+#include "core/quant.h"  // kGemmMaxK
 #include "core/tensor.h"
 #include "kernels/int8/gemm_reference.h"  // Int8Operand
 #include "kernels/int8/requantize.h"
@@ -23,8 +24,6 @@
 namespace octet {
 
 class ThreadPool;
-
-constexpr int64_t kGemmMaxK = (int64_t{1} << 31) / (255 * 255);  // 33025
 
 // Products with fewer multiply-adds (M x K x N) run on the calling thread:
 // waking another costs more than it saves. A 1 x 1024 x 1024 GEMV (1M

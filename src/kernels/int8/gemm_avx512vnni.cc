@@ -5,10 +5,6 @@
 // TileAvx512Vnni takes A as the unsigned operand (gemm_pack.h's layout);
 // TileAvx512VnniUnsignedB the same panels with the roles swapped (B unsigned,
 // A signed), for the convolution's zero-point-free path (conv.cc).
-// GCC 12.2 warns falsely about the _mm512_undefined_* pass-through operand of
-// the float conversions (GCC bug 105593, fixed in 12.3).
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
 
 #include <immintrin.h>
 

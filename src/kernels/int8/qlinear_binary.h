@@ -27,8 +27,8 @@
 #include <cstdint>
 
 #include "core/dtype.h"
+#include "core/quant.h"
 #include "kernels/isa.h"
-#include "rewrite/qdq_util.h"
 
 namespace octet {
 

@@ -4,10 +4,6 @@
 // intrinsics agree.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("fp-contract=off")
-// GCC 12.2 warns falsely about the _mm512_undefined_* pass-through operand of
-// max/min/cvt intrinsics (GCC bug 105593, fixed in 12.3).
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 #include "kernels/int8/quantize_impl.h"
 #include "kernels/simd_avx512.h"

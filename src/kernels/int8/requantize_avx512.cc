@@ -2,9 +2,6 @@
 // columns per step; the last partial step uses masked loads and stores, so
 // nothing past the row is read or written. Same bits as the scalar code
 // (requantize_avx512_inline.h has the steps).
-// GCC 12.2 warns falsely about the _mm512_undefined_* pass-through operand of
-// max/min/cvt intrinsics (GCC bug 105593, fixed in 12.3).
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 #include <immintrin.h>
 

@@ -1,4 +1,4 @@
-#include "runtime/thread_pool.h"
+#include "core/thread_pool.h"
 
 #include <algorithm>
 #if defined(__x86_64__) || defined(__i386__)

@@ -8,20 +8,14 @@
 // groups of four, so the indices are first permuted so that the groups come out in
 // element order. ~27 instructions per 64 lookups (gathers and 8 x vpermi2d over 32-entry
 // pieces measured slower than the scalar loop on Zen 4).
-#if defined(__GNUC__) && !defined(__clang__)
-// GCC 12.2 warns falsely about the _mm512_undefined_* pass-through operand of
-// vpermb (GCC bug 105593, fixed in 12.3).
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
 #include <immintrin.h>
 
 #include "kernels/int8/lookup.h"
 
 namespace octet {
 
-__attribute__((target("avx512vbmi"))) void LookupBytesAvx512Vbmi(const uint8_t* x, int64_t n,
-                                                                 uint8_t index_offset,
-                                                                 const uint8_t* table, uint8_t* y) {
+void LookupBytesAvx512Vbmi(const uint8_t* x, int64_t n, uint8_t index_offset, const uint8_t* table,
+                           uint8_t* y) {
   const __m512i t0 = _mm512_loadu_si512(table), t1 = _mm512_loadu_si512(table + 64),
                 t2 = _mm512_loadu_si512(table + 128), t3 = _mm512_loadu_si512(table + 192);
   const __m512i offset = _mm512_set1_epi8(static_cast<char>(index_offset));
@@ -35,10 +29,8 @@ __attribute__((target("avx512vbmi"))) void LookupBytesAvx512Vbmi(const uint8_t* 
   }
 }
 
-__attribute__((target("avx512vbmi"))) void LookupDwordsAvx512Vbmi(const uint8_t* x, int64_t n,
-                                                                  uint8_t index_offset,
-                                                                  const DwordTable256& table,
-                                                                  void* y) {
+void LookupDwordsAvx512Vbmi(const uint8_t* x, int64_t n, uint8_t index_offset,
+                            const DwordTable256& table, void* y) {
   __m512i quarter[4][4];  // [plane][64-entry quarter of the table]
   for (int k = 0; k < 4; ++k)
     for (int q = 0; q < 4; ++q) quarter[k][q] = _mm512_load_si512(table.planes[k] + 64 * q);

@@ -1,0 +1,99 @@
+// The contracts of the operators in octet's own domain. The rewrite passes
+// (src/rewrite) put these nodes in place of the groups they replace; the
+// kernels in src/ops implement them. Both sides read this page and nothing of
+// each other. Every op computes exactly the bits of the nodes it replaces.
+#pragma once
+
+namespace octet {
+
+inline constexpr const char* kOctetDomain = "octet";
+
+// octet.QLinearMatMulFused (rewrite/qdq_matmul.h, ops/fused_qdq_matmul.cc):
+// DequantizeLinear(x), DequantizeLinear(W constant) -> MatMul | Gemm
+// [-> QuantizeLinear], multiplied on the 8-bit integers and requantized once in
+// ONNX Runtime's float order (docs/epilogue.md). Without y_scale the output is
+// float (MatMulIntegerToFloat semantics). Inputs (-1 = omitted):
+inline constexpr const char* kFusedMatMulOp = "QLinearMatMulFused";
+enum FusedMatMulInput {
+  kFusedX = 0,   // int8/uint8 activations [..., K]
+  kFusedXScale,  // float32, one value or one per index of attribute x_axis
+  kFusedXZero,   // optional, x's dtype, same layout as the scale
+  kFusedW,       // int8/uint8 constant weight, [K, N], or [N, K] when trans_b=1
+  kFusedWScale,  // float32 constant, one value or N (per output column)
+  kFusedWZero,   // optional, W's dtype, same layout as the scale
+  kFusedYScale,  // optional float32 scalar; omitted = float output
+  kFusedYZero,   // optional 8-bit scalar
+  kFusedBias,    // optional int32 constant, one value or N; scale is x_scale * w_scale
+  kFusedInputCount
+};
+// Attributes: x_axis (-1 = per tensor, else the axis of x the scale runs along,
+// never the last), x_rank (x's rank when x_axis >= 0), trans_b (0/1),
+// y_type (DType of the quantized output when y_zero_point is omitted),
+// y_min / y_max (optional: clamp of the quantized output, from an absorbed
+// Relu / Clip; rewrite/qdq_activation.h).
+
+// octet.QLinearConvFused (rewrite/qdq_conv.h, ops/fused_qdq_conv.cc):
+// DequantizeLinear(x), DequantizeLinear(W constant), [DequantizeLinear(int32
+// bias)] -> Conv [-> Relu | Clip] -> QuantizeLinear, run as QLinearConv: the
+// same bits as ORT_ENABLE_ALL's QLinearConv. Inputs are QLinearConv's, with the
+// zero points optional (-1 = omitted, meaning 0 of the operand's type):
+inline constexpr const char* kFusedConvOp = "QLinearConvFused";
+enum FusedConvInput {
+  kFusedConvX = 0,   // int8/uint8 activations [N, C, (H,) W]
+  kFusedConvXScale,  // float32 scalar
+  kFusedConvXZero,   // optional, x's dtype, scalar
+  kFusedConvW,       // int8/uint8 constant weight [M, C/group, (kH,) kW]
+  kFusedConvWScale,  // float32 constant, one value or M (per output channel)
+  kFusedConvWZero,   // optional, W's dtype, same layout as the scale
+  kFusedConvYScale,  // float32 scalar
+  kFusedConvYZero,   // optional 8-bit scalar
+  kFusedConvBias,    // optional int32 constant [M]; its scale is x_scale * w_scale[o]
+  kFusedConvInputCount
+};
+// The output parameters sit where the fused MatMul node has them, so the Relu /
+// Clip absorption reads both node kinds alike.
+static_assert(int{kFusedConvYScale} == int{kFusedYScale} &&
+              int{kFusedConvYZero} == int{kFusedYZero});
+// Attributes: the Conv's own (auto_pad, group, kernel_shape, strides, dilations,
+// pads), y_type (DType of the output when y_zero_point is omitted), y_min / y_max
+// (optional integer clamp of the output, from an absorbed Relu / Clip).
+
+// octet.QdqAdd | QdqMul (rewrite/qdq_binary.h, ops/qlinear_binary.cc):
+// DequantizeLinear(a), DequantizeLinear(b) -> Add | Mul -> QuantizeLinear, with
+// com.microsoft QLinearAdd | QLinearMul's inputs (A, A_scale, A_zero, B, B_scale,
+// B_zero, C_scale, C_zero). A and B may differ in type; C's type is its zero
+// point's, or attribute y_type. Attribute arithmetic="qlinear" with shift=[a, b, c]
+// computes ORT's QLinear kernel after moving those tensors from int8 to uint8
+// (shift 128 each); arithmetic="float" computes ORT's three float32 nodes.
+inline constexpr const char* kQdqAddOp = "QdqAdd";
+inline constexpr const char* kQdqMulOp = "QdqMul";
+
+// octet.LookupTable(x, table) (rewrite/qdq_lookup.h, ops/lookup_table.cc):
+// y = table[x] for 8-bit x, where the 256-entry table (any type of 1, 2, 4 or 8
+// bytes) holds a pointwise chain's result for every value x can take, in index
+// order (uint8 0..255, int8 -128..127). Attribute min_rank: the output's rank is
+// at least this (the chain's constants may have had a higher rank than x).
+inline constexpr const char* kLookupTableOp = "LookupTable";
+
+// octet.FloatAttention(q, k_t, divisor, mask, v) (rewrite/float_attention.h,
+// ops/float_ops.cc) = MatMul(Softmax(Add(Div(MatMul(q, k_t), divisor), mask),
+// axis=-1), v). Attribute mask_first=1 spells Add(mask, scores); heads_inner=1
+// takes the heads' Transposes in too: q, v and the result are [batch, sequence,
+// heads, head size] and k is k_t before its Transpose(perm=[0,2,3,1]).
+inline constexpr const char* kFloatAttentionOp = "FloatAttention";
+
+// octet.MaskedSoftmax(x, table, mask, y_scale, y_zero_point) (rewrite/float_attention.h,
+// ops/float_ops.cc) = QuantizeLinear(Softmax(Add(LookupTable(x, table), mask),
+// axis=-1), y_scale, y_zero_point), the lookup and the quantization each optional.
+// Attribute mask_first=1 spells Add(mask, scores); min_rank is the lookup's.
+inline constexpr const char* kMaskedSoftmaxOp = "MaskedSoftmax";
+
+// Attributes of ai.onnx QLinearMatMul set by rewrite/int8_attention.h: a head
+// Transpose folded into the product, read or written through strides
+// (ops/int_matmul_shape.h MatMulHeadLayout): perm [0, 2, 1, 3] on A, B or Y, or
+// [0, 2, 3, 1] on B.
+inline constexpr const char* kAPermAttr = "octet_a_perm";
+inline constexpr const char* kBPermAttr = "octet_b_perm";
+inline constexpr const char* kYPermAttr = "octet_y_perm";
+
+}  // namespace octet
