@@ -108,18 +108,18 @@ void BM_QLinearConv(benchmark::State& state) {
   for (auto& v : x) v = static_cast<uint8_t>(byte(rng));
   for (auto& v : w) v = static_cast<uint8_t>(byte(rng));
   const int32_t x_zero = 119, w_zero = 0;
-  const Int8Conv conv(g, {w.data(), true, &w_zero, false});
+  const Int8Conv conv(g, {w.data(), true, &w_zero, false}, ActiveIsa());
   std::vector<float> multipliers(g.out_channels, 1.0f / 4096);
   std::vector<int32_t> bias(g.out_channels, 1000);
-  ConvRequantize rq;
-  rq.multipliers = multipliers.data();
-  rq.per_channel = true;
-  rq.bias = bias.data();
+  Epilogue rq;
+  rq.output = EpilogueOutput::kUInt8;
+  rq.multiplier = {multipliers.data(), true};
+  rq.bias = {bias.data(), true};
   rq.zero_point = 128;
   std::vector<uint8_t> y(g.out_channels * g.out_h * g.out_w);
   ThreadPool* pool = PoolFor(threads);
   for (auto _ : state) {
-    conv.RunRequantized(g, {x.data(), false, &x_zero, false}, rq, y.data(), pool);
+    conv.Run(g, {x.data(), false, &x_zero, false}, rq, y.data(), pool);
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "core/thread_pool.h"
@@ -51,13 +52,14 @@ void BM_GemmS32(benchmark::State& state) {
   std::vector<uint8_t> a(M * K), b(K * N);
   for (auto& v : a) v = static_cast<uint8_t>(byte(rng));
   for (auto& v : b) v = static_cast<uint8_t>(byte(rng));
-  const PackedB packed = PackB(b.data(), /*b_signed=*/true, K, N, N);
+  const GemmPlan plan = PlanGemm(ActiveIsa(), false);
+  const PackedB packed = PackB(plan, b.data(), /*b_signed=*/true, K, N, N);
   std::vector<int32_t> c(M * N);
   const int32_t a_zero = 131, b_zero = -3;
   ThreadPool* pool = PoolFor(threads);
   for (auto _ : state) {
-    GemmS32(M, Int8Operand{a.data(), false, K}, &a_zero, false, packed, &b_zero, false, c.data(), N,
-            pool);
+    Gemm(plan, M, Int8Operand{a.data(), false, K}, GemmZeroPoints{&a_zero, false, &b_zero, false},
+         packed, Epilogue{}, c.data(), N, pool);
     benchmark::DoNotOptimize(c.data());
     benchmark::ClobberMemory();
   }
@@ -66,7 +68,7 @@ void BM_GemmS32(benchmark::State& state) {
     state.counters["weight_GBps"] =
         benchmark::Counter(K * N * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   }
-  state.SetLabel(IsaName(packed.isa));
+  state.SetLabel(plan.KernelFor(K).name);
 }
 
 void Shapes(benchmark::internal::Benchmark* b) {
@@ -92,22 +94,23 @@ void BM_GemmS32Requantized(benchmark::State& state) {
   std::vector<uint8_t> a(M * K + 64), b(K * N);
   for (auto& v : a) v = static_cast<uint8_t>(byte(rng));
   for (auto& v : b) v = static_cast<uint8_t>(byte(rng));
-  const PackedB packed = PackB(b.data(), /*b_signed=*/true, K, N, N);
+  const GemmPlan plan = PlanGemm(ActiveIsa(), a_signed);
+  const PackedB packed = PackB(plan, b.data(), /*b_signed=*/true, K, N, N);
   std::vector<uint8_t> y(M * N);
   const int32_t a_zero = a_signed ? -5 : 131, b_zero = 0;
   const float multiplier = 1.0f / (40.0f * 32.0f * 32.0f);
-  RequantizeParams params;
-  params.multiplier = &multiplier;
-  params.zero_point = 3;
-  params.output_type = a_signed ? DType::kInt8 : DType::kUInt8;
+  Epilogue e;
+  e.output = a_signed ? EpilogueOutput::kInt8 : EpilogueOutput::kUInt8;
+  e.multiplier = {&multiplier};
+  e.zero_point = 3;
   for (auto _ : state) {
-    GemmS32Requantized(M, Int8Operand{a.data(), a_signed, K}, &a_zero, false, packed, &b_zero,
-                       false, params, y.data(), N, nullptr);
+    Gemm(plan, M, Int8Operand{a.data(), a_signed, K},
+         GemmZeroPoints{&a_zero, false, &b_zero, false}, packed, e, y.data(), N, nullptr);
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }
   SetOpsCounters(state, 2.0 * M * N * K, 1);
-  state.SetLabel(IsaName(packed.isa));
+  state.SetLabel(plan.KernelFor(K).name);
 }
 BENCHMARK(BM_GemmS32Requantized)
     ->ArgsProduct({{16, 128, 512}, {1024}, {1024}, {0, 1}})
@@ -128,28 +131,69 @@ void BM_AttentionProducts(benchmark::State& state) {
   for (auto& v : b) v = static_cast<int8_t>(byte(rng));
   const int32_t a_zero = -1, b_zero = 2;
   const float multiplier = 0.05f * 0.04f / 0.3f;
-  RequantizeParams params;
-  params.multiplier = &multiplier;
-  params.zero_point = 3;
-  params.output_type = DType::kInt8;
+  Epilogue ep;
+  ep.output = EpilogueOutput::kInt8;
+  ep.multiplier = {&multiplier};
+  ep.zero_point = 3;
+  const GemmPlan plan = PlanGemm(ActiveIsa(), true);
   PackedB packed;
   for (auto _ : state) {
     for (int64_t e = 0; e < batch; ++e) {
-      PackBInto(packed, b.data() + e * K * N, /*b_signed=*/true, K, N, N);
-      GemmS32Requantized(M, Int8Operand{a.data() + e * M * K, true, K}, &a_zero, false, packed,
-                         &b_zero, false, params, y.data() + e * M * N, N, nullptr);
+      PackBInto(plan, packed, b.data() + e * K * N, /*b_signed=*/true, K, N, N);
+      Gemm(plan, M, Int8Operand{a.data() + e * M * K, true, K},
+           GemmZeroPoints{&a_zero, false, &b_zero, false}, packed, ep, y.data() + e * M * N, N,
+           nullptr);
     }
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }
   SetOpsCounters(state, 2.0 * batch * M * N * K, 1);
-  state.SetLabel(IsaName(packed.isa));
+  state.SetLabel(plan.KernelFor(K).name);
 }
 BENCHMARK(BM_AttentionProducts)
     ->Args({128, 32, 128})
     ->Args({128, 128, 32})
     ->ArgNames({"M", "K", "N"})
     ->MinTime(0.3);
+
+// Every micro-kernel of the table (gemm_kernels.h) this CPU runs, alone: one
+// full tile (mr rows x nr columns) over k_groups groups of panels in L1 (256
+// k), finished to int32, repeated. What the driver's blocking adds on top is
+// BM_GemmS32's.
+void BM_MicroKernel(benchmark::State& state, const gemm::MicroKernel* kernel) {
+  const int64_t K = 256, groups = K / kernel->k_group;
+  const int value_bytes = gemm::ADomainBytes(kernel->a_domain);
+  std::vector<uint8_t> a(
+      static_cast<size_t>(kernel->mr) * (kernel->a_row_major ? K : K * value_bytes), 3);
+  std::vector<int8_t> b(static_cast<size_t>(kernel->nr) * K, 5);
+  std::vector<int32_t> out(static_cast<size_t>(kernel->mr) * kernel->nr);
+  const Epilogue e;
+  gemm::TileArgs t;
+  t.a = a.data();
+  t.a_ld = kernel->a_row_major ? K : 0;
+  t.b = b.data();
+  t.k_groups = groups;
+  t.epilogue = &e;
+  t.out = out.data();
+  t.ld_out = kernel->nr;
+  t.cols = kernel->nr;
+  for (auto _ : state) {
+    kernel->tile(kernel->mr, t);
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  SetOpsCounters(state, 2.0 * kernel->mr * kernel->nr * K, 1);
+}
+
+const bool kMicroKernelsRegistered = [] {
+  for (const gemm::MicroKernel& k : gemm::MicroKernels()) {
+    if (!IsaSupported(k.isa)) continue;
+    benchmark::RegisterBenchmark((std::string("BM_MicroKernel/") + k.name).c_str(), BM_MicroKernel,
+                                 &k)
+        ->MinTime(0.2);
+  }
+  return true;
+}();
 
 // Bytes per second of a plain streaming read (the GEMV's bound): 256-bit
 // loads into four independent sums. Sizes straddle L2, L3 and DRAM.

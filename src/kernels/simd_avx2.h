@@ -63,6 +63,10 @@ struct Avx2 {
   static I LoadIPartial(const int32_t* p, int count) {
     return _mm256_maskload_epi32(p, FirstLanes(count));
   }
+  static void StoreI(int32_t* p, I v) { _mm256_storeu_si256(reinterpret_cast<I*>(p), v); }
+  static void StoreIPartial(int32_t* p, I v, int count) {
+    _mm256_maskstore_epi32(p, FirstLanes(count), v);
+  }
   static I AddI(I a, I b) { return _mm256_add_epi32(a, b); }
   static I SubI(I a, I b) { return _mm256_sub_epi32(a, b); }
   static I MulI(I a, I b) { return _mm256_mullo_epi32(a, b); }

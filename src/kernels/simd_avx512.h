@@ -62,6 +62,10 @@ struct Avx512 {
   static I LoadIPartial(const int32_t* p, int count) {
     return _mm512_maskz_loadu_epi32(FirstLanes(count), p);
   }
+  static void StoreI(int32_t* p, I v) { _mm512_storeu_si512(p, v); }
+  static void StoreIPartial(int32_t* p, I v, int count) {
+    _mm512_mask_storeu_epi32(p, FirstLanes(count), v);
+  }
   static I AddI(I a, I b) { return _mm512_add_epi32(a, b); }
   static I SubI(I a, I b) { return _mm512_sub_epi32(a, b); }
   static I MulI(I a, I b) { return _mm512_mullo_epi32(a, b); }

@@ -1,6 +1,6 @@
 // com.microsoft MatMulIntegerToFloat and DynamicQuantizeMatMul (opset 1): the
 // int8 product with a float output, on the fast int8 GEMM (B packed once when
-// constant) and the shared float epilogue (kernels/int8/requantize.h), in
+// constant) and the shared float epilogue (kernels/int8/epilogue.h), in
 // ONNX Runtime 1.31.1's order (checked by tools/bench_vs_ort.py --check-only
 // and tests/unit/integer_matmul_test.cc):
 //
@@ -12,7 +12,7 @@
 #include <memory>
 #include <vector>
 
-#include "kernels/int8/requantize.h"
+#include "kernels/int8/epilogue.h"
 #include "ops/int_matmul_shape.h"
 #include "ops/int_params.h"
 #include "ops/quantize_linear.h"
@@ -25,8 +25,8 @@ namespace {
 // The product and float epilogue shared by both operators.
 class IntegerToFloatMatMul {
  public:
-  IntegerToFloatMatMul(const KernelInit& init, size_t b_index, size_t b_zero_index)
-      : b_(init, b_index), b_zero_(init, b_zero_index, b_index, "b_zero_point") {}
+  IntegerToFloatMatMul(const KernelInit& init, bool a_signed, size_t b_index, size_t b_zero_index)
+      : b_(init, b_index, a_signed), b_zero_(init, b_zero_index, b_index, "b_zero_point") {}
 
   // a: uint8/int8 with per-tensor zero point a_zero (null = 0).
   void Run(KernelContext& ctx, const Tensor& a, const int32_t* a_zero, float a_scale,
@@ -47,17 +47,14 @@ class IntegerToFloatMatMul {
     const PackedMatMulB& packed = b_.Get(node, b, b_storage);
 
     Tensor& y = ctx.AllocateUninitializedOutput(0, DType::kFloat32, shape.output);
-    MatMulFinishedOutput out;
-    out.to_float = true;
-    out.scale.scale = multipliers.data();
-    out.scale.scale_per_column = b_scale_layout.per_vector();
-    out.scale.bias = bias ? bias->data<float>() : nullptr;
-    out.scale.bias_per_column = true;
-    out.multiplier_matrix_stride = b_scale_layout.matrix_stride;
-    out.y = y.raw();
+    MatMulEpilogue e;
+    e.epilogue.output = EpilogueOutput::kFloat;
+    e.epilogue.multiplier = {multipliers.data(), false, b_scale_layout.per_vector()};
+    if (bias) e.epilogue.float_bias = {bias->data<float>(), false, true};
+    e.multiplier_matrix_stride = b_scale_layout.matrix_stride;
     MatMulZeroPoints a_zero_points;
     a_zero_points.values = a_zero;
-    RunIntMatMul(shape, a, a_zero_points, packed, b_zero, ctx.pool(), nullptr, {}, &out);
+    RunIntMatMul(shape, a, a_zero_points, packed, b_zero, e, y.raw(), ctx.pool());
   }
 
  private:
@@ -68,7 +65,8 @@ class IntegerToFloatMatMul {
 // Inputs: A, B, a_scale, b_scale, a_zero_point?, b_zero_point?, bias?
 class MatMulIntegerToFloatKernel : public OpKernel {
  public:
-  explicit MatMulIntegerToFloatKernel(const KernelInit& init) : product_(init, 1, 5) {}
+  explicit MatMulIntegerToFloatKernel(const KernelInit& init)
+      : product_(init, init.input_types[0] == DType::kInt8, 1, 5) {}
 
   void Run(KernelContext& ctx) override {
     const Node& node = ctx.node();
@@ -94,7 +92,8 @@ class MatMulIntegerToFloatKernel : public OpKernel {
 // Inputs: A (float), B, b_scale, b_zero_point?, bias?
 class DynamicQuantizeMatMulKernel : public OpKernel {
  public:
-  explicit DynamicQuantizeMatMulKernel(const KernelInit& init) : product_(init, 1, 3) {}
+  // A is quantized to uint8 (DynamicQuantizeLinear) before the product.
+  explicit DynamicQuantizeMatMulKernel(const KernelInit& init) : product_(init, false, 1, 3) {}
 
   void Run(KernelContext& ctx) override {
     const Tensor& a = ctx.input(0);

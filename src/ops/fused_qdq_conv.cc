@@ -9,7 +9,7 @@
 
 #include "graph/octet_ops.h"
 #include "kernels/int8/conv.h"
-#include "kernels/int8/requantize.h"
+#include "kernels/int8/epilogue.h"
 #include "ops/int_conv_params.h"
 #include "ops/int_params.h"
 #include "ops/registry.h"
@@ -57,8 +57,10 @@ class FusedQdqConvKernel : public OpKernel {
     }
     try {
       conv_ = std::make_unique<const Int8Conv>(
-          shape, Int8ConvOperand{w.raw(), w.dtype() == DType::kInt8,
-                                 w_zero.empty() ? nullptr : w_zero.data(), w_zero_per_channel});
+          shape,
+          Int8ConvOperand{w.raw(), w.dtype() == DType::kInt8,
+                          w_zero.empty() ? nullptr : w_zero.data(), w_zero_per_channel},
+          ActiveIsa());
     } catch (const Error& e) {
       Fail(node.Describe(), ": ", e.what());
     }
@@ -111,17 +113,17 @@ class FusedQdqConvKernel : public OpKernel {
     OCTET_CHECK(x.dtype() == x_type_, node.Describe(), ": x has dtype ", DTypeName(x.dtype()),
                 "; expected ", DTypeName(x_type_));
     const ConvGeometry g = ResolveConvGeometry(node, attrs_, x.shape(), w_shape_);
-    ConvRequantize rq;
-    rq.multipliers = multipliers_.data();
-    rq.per_channel = w_scale_per_channel_;
-    rq.bias = bias_.empty() ? nullptr : bias_.data();
-    rq.zero_point = y_zero_;
-    rq.output_type = y_type_;
-    rq.y_min = static_cast<int32_t>(y_min_);
-    rq.y_max = static_cast<int32_t>(y_max_);
+    // Per output channel (the epilogue's rows).
+    Epilogue e;
+    e.output = EightBitOutput(y_type_);
+    e.multiplier = {multipliers_.data(), w_scale_per_channel_};
+    if (!bias_.empty()) e.bias = {bias_.data(), true};
+    e.zero_point = y_zero_;
+    e.y_min = static_cast<int32_t>(y_min_);
+    e.y_max = static_cast<int32_t>(y_max_);
     Tensor& y = ctx.AllocateUninitializedOutput(0, y_type_, ConvOutputShape(g, x.rank()));
     const Int8ConvOperand x_op{x.raw(), x_type_ == DType::kInt8, &x_zero_, false};
-    conv_->RunRequantized(g, x_op, rq, y.raw(), ctx.pool());
+    conv_->Run(g, x_op, e, y.raw(), ctx.pool());
   }
 
  private:

@@ -4,17 +4,16 @@
 // Everything that depends only on constants happens once, at kernel creation:
 // W is transposed if needed and packed for the int8 GEMM (with its column sums,
 // the zero-point correction), the float multipliers are formed in ONNX
-// Runtime's order. Per run: the exact int32 product, each block of it handed from
-// the GEMM's cache-resident buffer to the shared requantization epilogue (or
-// the int32 -> float scale of MatMulIntegerToFloat). No float copy of x, W or the product ever
-// exists.
+// Runtime's order. Per run: the exact int32 product, finished in the GEMM's
+// registers by the requantization epilogue (or the int32 -> float scale of
+// MatMulIntegerToFloat). No float copy of x, W or the product ever exists.
 #include <algorithm>
 #include <memory>
 #include <vector>
 
 #include "graph/octet_ops.h"
+#include "kernels/int8/epilogue.h"
 #include "kernels/int8/gemm.h"
-#include "kernels/int8/requantize.h"
 #include "ops/int_matmul_shape.h"
 #include "ops/int_params.h"
 #include "ops/registry.h"
@@ -54,7 +53,8 @@ class FusedQdqMatMulKernel : public OpKernel {
         for (int64_t k = 0; k < k_; ++k) w_kn[k * n_ + n] = w_bytes[n * k_ + k];
       w_bytes = w_kn.data();
     }
-    packed_ = PackB(w_bytes, w_signed, k_, n_, n_);
+    plan_ = PlanGemm(ActiveIsa(), x_type_ == DType::kInt8);
+    packed_ = PackB(plan_, w_bytes, w_signed, k_, n_, n_);
 
     const std::vector<float> w_scale =
         ReadScales(node, *ConstantInput(init, kFusedWScale, "w_scale", true), "w_scale");
@@ -147,74 +147,38 @@ class FusedQdqMatMulKernel : public OpKernel {
     const auto* x_bytes = static_cast<const uint8_t*>(x.raw());
     const size_t mult_row = mult_per_column_ ? static_cast<size_t>(n_) : 1;
     const int64_t block_rows = ProductBlockRows(M, k_);
-    std::vector<int32_t> row_zero(x_axis_ >= 0 && !x_zero_.empty() ? block_rows : 0);
+    // Per-axis x scales: each row of a block takes its multiplier row (and zero point).
+    const bool per_row = x_axis_ >= 0;
+    std::vector<int32_t> row_scale(per_row ? block_rows : 0);
+    std::vector<int32_t> row_zero(per_row && !x_zero_.empty() ? block_rows : 0);
 
-    RequantizeParams requant;
-    FloatOutputParams scale;
+    Epilogue e;
+    e.output = quantized_ ? EightBitOutput(y_type_) : EpilogueOutput::kFloat;
+    e.multiplier = {multipliers_.data(), per_row, mult_per_column_, static_cast<int64_t>(mult_row),
+                    per_row ? row_scale.data() : nullptr};
+    if (!bias_.empty()) e.bias = {bias_.data(), false, bias_.size() > 1};
     if (quantized_) {
-      requant.multiplier_per_column = mult_per_column_;
-      requant.bias = bias_.empty() ? nullptr : bias_.data();
-      requant.bias_per_column = bias_.size() > 1;
-      requant.zero_point = y_zero_;
-      requant.output_type = y_type_;
-      requant.y_min = static_cast<int32_t>(y_min_);  // an absorbed Relu / Clip
-      requant.y_max = static_cast<int32_t>(y_max_);
-    } else {
-      // MatMulIntegerToFloat / QGemm float output: float(acc + bias) * (x_scale * w_scale).
-      scale.scale_per_column = mult_per_column_;
-      scale.acc_bias = bias_.empty() ? nullptr : bias_.data();
-      scale.acc_bias_per_column = bias_.size() > 1;
+      e.zero_point = y_zero_;
+      e.y_min = static_cast<int32_t>(y_min_);  // an absorbed Relu / Clip
+      e.y_max = static_cast<int32_t>(y_max_);
     }
-    const Isa isa = packed_.isa;
-
+    uint8_t* const y_bytes = static_cast<uint8_t*>(y.raw());
     for (int64_t b0 = 0; b0 < M; b0 += block_rows) {
       const int64_t rows = std::min(block_rows, M - b0);
-      const int32_t* a_zero = x_zero_.empty() ? nullptr : x_zero_.data();
+      GemmZeroPoints zero;
+      zero.a = x_zero_.empty() ? nullptr : x_zero_.data();
+      zero.b = w_zero_.empty() ? nullptr : w_zero_.data();
+      zero.b_per_column = w_zero_.size() > 1;
+      for (int64_t r = 0; per_row && r < rows; ++r) {
+        row_scale[r] = static_cast<int32_t>(scale_index(b0 + r));
+        if (!row_zero.empty()) row_zero[r] = x_zero_[scale_index(b0 + r)];
+      }
       if (!row_zero.empty()) {
-        for (int64_t r = 0; r < rows; ++r) row_zero[r] = x_zero_[scale_index(b0 + r)];
-        a_zero = row_zero.data();
+        zero.a = row_zero.data();
+        zero.a_per_row = true;
       }
-      // Rows [r0, r0 + count) of the block, columns from c0, with one multiplier row.
-      auto epilogue = [&](const float* multipliers, int64_t r0, int64_t count, int64_t c0,
-                          int64_t cols, const int32_t* acc, int64_t ld_acc) {
-        const int64_t offset = (b0 + r0) * n_ + c0;
-        if (quantized_) {
-          RequantizeParams p = requant;
-          p.multiplier = multipliers;
-          RequantizeS32(acc, ld_acc, count, cols, ColumnsFrom(p, c0),
-                        static_cast<uint8_t*>(y.raw()) + offset, n_, isa);
-        } else {
-          FloatOutputParams p = scale;
-          p.scale = multipliers;
-          ScaleS32ToFloat(acc, ld_acc, count, cols, ColumnsFrom(p, c0), y.data<float>() + offset,
-                          n_, isa);
-        }
-      };
       const Int8Operand a{x_bytes + b0 * k_, x_type_ == DType::kInt8, k_};
-      const int32_t* w_zero = w_zero_.empty() ? nullptr : w_zero_.data();
-      if (x_axis_ < 0) {  // one multiplier row: the GEMM finishes the product
-        if (quantized_) {
-          RequantizeParams p = requant;
-          p.multiplier = multipliers_.data();
-          GemmS32Requantized(rows, a, a_zero, false, packed_, w_zero, w_zero_.size() > 1, p,
-                             static_cast<uint8_t*>(y.raw()) + b0 * n_, n_, ctx.pool());
-        } else {
-          FloatOutputParams p = scale;
-          p.scale = multipliers_.data();
-          GemmS32ToFloat(rows, a, a_zero, false, packed_, w_zero, w_zero_.size() > 1, p,
-                         y.data<float>() + b0 * n_, n_, ctx.pool());
-        }
-        continue;
-      }
-      // Per-axis x scales: each row finishes with its own multiplier row.
-      GemmS32Blocks(rows, a, a_zero, !row_zero.empty(), packed_, w_zero, w_zero_.size() > 1,
-                    ctx.pool(),
-                    [&](int64_t r0, int64_t count, int64_t c0, int64_t cols, const int32_t* acc,
-                        int64_t ld_acc) {
-                      for (int64_t r = r0; r < r0 + count; ++r)
-                        epilogue(multipliers_.data() + scale_index(b0 + r) * mult_row, r, 1, c0,
-                                 cols, acc + (r - r0) * ld_acc, ld_acc);
-                    });
+      Gemm(plan_, rows, a, zero, packed_, e, y_bytes + b0 * n_ * e.element_size(), n_, ctx.pool());
     }
   }
 
@@ -222,6 +186,7 @@ class FusedQdqMatMulKernel : public OpKernel {
   DType x_type_ = DType::kUndefined;
   int64_t x_axis_ = -1, x_rank_ = 0, x_scale_count_ = 1;
   int64_t k_ = 0, n_ = 0;
+  GemmPlan plan_;
   PackedB packed_;
   std::vector<int32_t> x_zero_, w_zero_, bias_;
   bool quantized_ = false;

@@ -125,8 +125,9 @@ PackedB& ThreadPerRunB() {
 }
 
 // The matrix shape and type of a B of shape `b`, nothing packed yet.
-PackedMatMulB MatMulBHeader(const Shape& b, DType dtype) {
+PackedMatMulB MatMulBHeader(const Shape& b, DType dtype, const GemmPlan& plan) {
   PackedMatMulB packed;
+  packed.plan = plan;
   packed.k = b.size() == 1 ? b[0] : b[b.size() - 2];
   packed.n = b.size() == 1 ? 1 : b.back();
   packed.is_signed = dtype == DType::kInt8;
@@ -160,8 +161,8 @@ MatMulHeadLayout HeadLayoutFromPerm(const Node& node, const std::vector<int64_t>
   return {stored[2], stored[1], stored[3], columns};
 }
 
-PackedMatMulB PackMatMulB(const Tensor& b) {
-  PackedMatMulB packed = MatMulBHeader(b.shape(), b.dtype());
+PackedMatMulB PackMatMulB(const Tensor& b, const GemmPlan& plan) {
+  PackedMatMulB packed = MatMulBHeader(b.shape(), b.dtype(), plan);
   const int64_t matrix_size = packed.k * packed.n;
   const int64_t count =
       matrix_size == 0
@@ -173,8 +174,8 @@ PackedMatMulB PackMatMulB(const Tensor& b) {
     int64_t k0 = 0;
     do {
       const int64_t rows = std::min(kKChunk, packed.k - k0);
-      packed.matrices[i].push_back(PackB(bytes + i * matrix_size + k0 * packed.n, packed.is_signed,
-                                         rows, packed.n, packed.n));
+      packed.matrices[i].push_back(PackB(plan, bytes + i * matrix_size + k0 * packed.n,
+                                         packed.is_signed, rows, packed.n, packed.n));
       k0 += rows;
     } while (k0 < packed.k);
   }
@@ -182,12 +183,9 @@ PackedMatMulB PackMatMulB(const Tensor& b) {
 }
 
 void RunIntMatMul(const MatMulShape& s, const Tensor& a, const MatMulZeroPoints& a_zero,
-                  const PackedMatMulB& b, const MatMulZeroPoints& b_zero, ThreadPool* pool,
-                  int32_t* out, const MatMulBlockFn& caller_epilogue,
-                  const MatMulFinishedOutput* finished, const MatMulHeadLayouts& heads) {
+                  const PackedMatMulB& b, const MatMulZeroPoints& b_zero, const MatMulEpilogue& e,
+                  void* y, ThreadPool* pool, const MatMulHeadLayouts& heads) {
   if (s.batch_count() == 0 || s.m == 0 || s.n == 0) return;
-  OCTET_CHECK(heads.y.heads == 0 || finished != nullptr,
-              "RunIntMatMul: a head output layout needs a finished output");
   // Where A's matrix and the output's entry start, and their leading dimensions.
   const int64_t lda = heads.a.heads ? heads.a.ld() : s.k;
   auto a_offset = [&](int64_t matrix) {
@@ -197,38 +195,25 @@ void RunIntMatMul(const MatMulShape& s, const Tensor& a, const MatMulZeroPoints&
   auto y_offset = [&](int64_t entry) {
     return heads.y.heads ? heads.y.MatrixOffset(entry) : entry * s.m * s.n;
   };
-  // The finished output's parameters for one batch entry, and where its row starts.
-  auto entry_requant = [&](int64_t entry) {
-    RequantizeParams p = finished->requant;
-    p.multiplier += finished->multiplier_matrix_stride * s.b_matrix[entry];
-    return p;
-  };
-  auto entry_scale = [&](int64_t entry) {
-    FloatOutputParams p = finished->scale;
-    p.scale += finished->multiplier_matrix_stride * s.b_matrix[entry];
-    return p;
-  };
-  const int64_t y_element = finished && finished->to_float ? sizeof(float) : 1;
+  const int64_t y_element = e.epilogue.element_size();
   auto y_row = [&](int64_t entry, int64_t row) {
-    return static_cast<uint8_t*>(finished->y) + (y_offset(entry) + row * ldy) * y_element;
+    return static_cast<uint8_t*>(y) + (y_offset(entry) + row * ldy) * y_element;
   };
-  const MatMulBlockFn finish = [&](int64_t entry, int64_t row0, int64_t rows, int64_t col0,
-                                   int64_t cols, const int32_t* acc, int64_t ld_acc) {
-    if (finished->to_float) {
-      ScaleS32ToFloat(acc, ld_acc, rows, cols, ColumnsFrom(entry_scale(entry), col0),
-                      reinterpret_cast<float*>(y_row(entry, row0)) + col0, ldy);
-    } else {
-      RequantizeS32(acc, ld_acc, rows, cols, ColumnsFrom(entry_requant(entry), col0),
-                    y_row(entry, row0) + col0, ldy);
-    }
+  // The epilogue of one batch entry's rows from row0 on.
+  auto entry_epilogue = [&](int64_t entry, int64_t row0) {
+    Epilogue ep = EpilogueFromRow(e.epilogue, row0);
+    if (ep.multiplier.present())
+      ep.multiplier.data += e.multiplier_matrix_stride * s.b_matrix[entry];
+    return ep;
   };
-  const MatMulBlockFn& epilogue = finished ? finish : caller_epilogue;
   const bool a_signed = a.dtype() == DType::kInt8;
+  OCTET_CHECK(a_signed == b.plan.a_signed, "internal: integer matmul planned for ",
+              b.plan.a_signed ? "int8" : "uint8", " A, given ", DTypeName(a.dtype()));
   const auto* a_bytes = static_cast<const uint8_t*>(a.raw());
   const size_t chunks = b.unpacked ? 1 : b.matrices.empty() ? 0 : b.matrices[0].size();
-  // An epilogue after several K chunks reads their int32 sum from a scratch.
-  const int64_t block_rows = out == nullptr && chunks > 1 ? BlockRows(s.m, kScratchValues / s.n)
-                                                          : ProductBlockRows(s.m, s.k);
+  // With several K chunks the epilogue reads their int32 sum from a scratch.
+  const int64_t block_rows =
+      chunks > 1 ? BlockRows(s.m, kScratchValues / s.n) : ProductBlockRows(s.m, s.k);
 
   // A per-run B's matrices are packed by the thread that multiplies them, into
   // its own buffer, kept while consecutive entries share the matrix.
@@ -242,15 +227,15 @@ void RunIntMatMul(const MatMulShape& s, const Tensor& a, const MatMulZeroPoints&
       const auto* stored = static_cast<const uint8_t*>(b.unpacked->raw());
       const MatMulHeadLayout& layout = b.unpacked_layout;
       if (layout.heads == 0) {
-        PackBInto(per_run.packed, stored + matrix * s.k * s.n, b.is_signed, s.k, s.n, s.n);
+        PackBInto(b.plan, per_run.packed, stored + matrix * s.k * s.n, b.is_signed, s.k, s.n, s.n);
       } else if (!layout.columns) {
-        PackBInto(per_run.packed, stored + layout.MatrixOffset(matrix), b.is_signed, s.k, s.n,
-                  layout.ld());
+        PackBInto(b.plan, per_run.packed, stored + layout.MatrixOffset(matrix), b.is_signed, s.k,
+                  s.n, layout.ld());
       } else {
         thread_local std::vector<uint8_t> gathered;  // kept between runs
         gathered.resize(static_cast<size_t>(s.k * s.n));
         GatherHeadMatrix(stored, layout, matrix, s.k, s.n, gathered.data());
-        PackBInto(per_run.packed, gathered.data(), b.is_signed, s.k, s.n, s.n);
+        PackBInto(b.plan, per_run.packed, gathered.data(), b.is_signed, s.k, s.n, s.n);
       }
       per_run.matrix = matrix;
     }
@@ -261,71 +246,47 @@ void RunIntMatMul(const MatMulShape& s, const Tensor& a, const MatMulZeroPoints&
   auto run_entry = [&](int64_t entry, ThreadPool* entry_pool, PerRunB& per_run) {
     const std::span<const PackedB> b_chunks = b_matrix_chunks(s.b_matrix[entry], per_run);
     const int64_t a_matrix = s.a_matrix[entry];
-    const int32_t* b_zero_values =
+    GemmZeroPoints zero;
+    zero.b =
         b_zero.values ? b_zero.values + b_zero.layout.MatrixOffset(s.b_matrix[entry]) : nullptr;
+    zero.b_per_column = b_zero.layout.per_vector();
+    zero.a_per_row = a_zero.layout.per_vector();
     for (int64_t row0 = 0; row0 < s.m; row0 += block_rows) {
       const int64_t rows = std::min(block_rows, s.m - row0);
-      const int32_t* a_zero_values = a_zero.values
-                                         ? a_zero.values + a_zero.layout.MatrixOffset(a_matrix) +
-                                               (a_zero.layout.per_vector() ? row0 : 0)
-                                         : nullptr;
+      zero.a = a_zero.values ? a_zero.values + a_zero.layout.MatrixOffset(a_matrix) +
+                                   (a_zero.layout.per_vector() ? row0 : 0)
+                             : nullptr;
       auto a_block = [&](int64_t k0) {
         return Int8Operand{a_bytes + a_offset(a_matrix) + row0 * lda + k0, a_signed, lda};
       };
-      if (out != nullptr && chunks == 1) {
-        GemmS32(rows, a_block(0), a_zero_values, a_zero.layout.per_vector(), b_chunks[0],
-                b_zero_values, b_zero.layout.per_vector(), out + (entry * s.m + row0) * s.n, s.n,
-                entry_pool);
-        continue;
-      }
-      if (finished != nullptr && chunks == 1 && finished->to_float) {
-        GemmS32ToFloat(rows, a_block(0), a_zero_values, a_zero.layout.per_vector(), b_chunks[0],
-                       b_zero_values, b_zero.layout.per_vector(), entry_scale(entry),
-                       reinterpret_cast<float*>(y_row(entry, row0)), ldy, entry_pool);
-        continue;
-      }
-      if (finished != nullptr && chunks == 1) {
-        GemmS32Requantized(rows, a_block(0), a_zero_values, a_zero.layout.per_vector(), b_chunks[0],
-                           b_zero_values, b_zero.layout.per_vector(), entry_requant(entry),
-                           y_row(entry, row0), ldy, entry_pool);
-        continue;
-      }
+      const Epilogue ep = entry_epilogue(entry, row0);
       if (chunks == 1) {
-        // The epilogue takes each block from the GEMM's cache-resident buffer.
-        GemmS32Blocks(rows, a_block(0), a_zero_values, a_zero.layout.per_vector(), b_chunks[0],
-                      b_zero_values, b_zero.layout.per_vector(), entry_pool,
-                      [&](int64_t r0, int64_t r, int64_t c0, int64_t c, const int32_t* acc,
-                          int64_t ld) { epilogue(entry, row0 + r0, r, c0, c, acc, ld); });
+        Gemm(b.plan, rows, a_block(0), zero, b_chunks[0], ep, y_row(entry, row0), ldy, entry_pool);
         continue;
       }
       // Per thread and kept between runs: the block's product and one chunk's product.
       thread_local std::vector<int32_t> scratch, chunk_scratch;
-      int32_t* acc = out ? out + (entry * s.m + row0) * s.n : nullptr;
-      if (out == nullptr) {
-        scratch.resize(static_cast<size_t>(rows * s.n));
-        acc = scratch.data();
-      }
+      scratch.resize(static_cast<size_t>(rows * s.n));
       chunk_scratch.resize(static_cast<size_t>(rows * s.n));
       int64_t k0 = 0;
+      const Epilogue sums;  // int32, nothing else
       for (size_t chunk = 0; chunk < b_chunks.size(); ++chunk) {
         const PackedB& packed = b_chunks[chunk];
-        int32_t* target = chunk == 0 ? acc : chunk_scratch.data();
-        GemmS32(rows, a_block(k0), a_zero_values, a_zero.layout.per_vector(), packed, b_zero_values,
-                b_zero.layout.per_vector(), target, s.n, entry_pool);
+        int32_t* target = chunk == 0 ? scratch.data() : chunk_scratch.data();
+        Gemm(b.plan, rows, a_block(k0), zero, packed, sums, target, s.n, entry_pool);
         if (chunk > 0) {
           // Wrapping int32 sum of the chunks, as ONNX Runtime's int32 accumulation.
           for (int64_t i = 0; i < rows * s.n; ++i)
-            acc[i] = static_cast<int32_t>(static_cast<uint32_t>(acc[i]) +
-                                          static_cast<uint32_t>(target[i]));
+            scratch[i] = static_cast<int32_t>(static_cast<uint32_t>(scratch[i]) +
+                                              static_cast<uint32_t>(target[i]));
         }
         k0 += packed.K;
       }
-      if (out == nullptr) {
-        ParallelFor(rows * s.n >= kMinParallelOutputs ? entry_pool : nullptr, rows,
-                    [&](int64_t r0, int64_t r1) {
-                      epilogue(entry, row0 + r0, r1 - r0, 0, s.n, acc + r0 * s.n, s.n);
-                    });
-      }
+      ParallelFor(rows * s.n >= kMinParallelOutputs ? entry_pool : nullptr, rows,
+                  [&](int64_t r0, int64_t r1) {
+                    ApplyEpilogueBlock(ep, scratch.data() + r0 * s.n, s.n, r0, r1 - r0, 0, s.n,
+                                       y_row(entry, row0 + r0), ldy, b.plan.packed->isa);
+                  });
     }
   };
 
@@ -354,12 +315,13 @@ const Tensor* ConstantInput(const KernelInit& init, size_t i) {
 
 }  // namespace
 
-MatMulBInput::MatMulBInput(const KernelInit& init, size_t index) {
+MatMulBInput::MatMulBInput(const KernelInit& init, size_t index, bool a_signed)
+    : plan_(PlanGemm(ActiveIsa(), a_signed)) {
   if (const Tensor* b = ConstantInput(init, index)) {
     CheckInt8Operand(init.node, *b, "B");
     OCTET_CHECK(b->rank() >= 1, init.node.Describe(), ": input B must have rank >= 1, got ",
                 ShapeToString(b->shape()));
-    constant_ = PackMatMulB(*b);
+    constant_ = PackMatMulB(*b, plan_);
   }
 }
 
@@ -367,11 +329,11 @@ const PackedMatMulB& MatMulBInput::Get(const Node& node, const Tensor& b,
                                        PackedMatMulB& storage) const {
   if (constant_) return *constant_;
   CheckInt8Operand(node, b, "B");
-  storage = MatMulBHeader(b.shape(), b.dtype());
+  storage = MatMulBHeader(b.shape(), b.dtype(), plan_);
   if (storage.k <= kKChunk) {
     storage.unpacked = &b;  // RunIntMatMul packs each matrix where it is used
   } else {
-    storage = PackMatMulB(b);
+    storage = PackMatMulB(b, plan_);
   }
   return storage;
 }
@@ -381,7 +343,7 @@ const PackedMatMulB& MatMulBInput::Get(const Node& node, const Tensor& b, const 
                                        PackedMatMulB& storage) const {
   OCTET_CHECK(!constant_, node.Describe(), ": a constant B cannot be read through a Transpose");
   CheckInt8Operand(node, b, "B");
-  storage = MatMulBHeader(shape, b.dtype());
+  storage = MatMulBHeader(shape, b.dtype(), plan_);
   if (storage.k <= kKChunk) {
     storage.unpacked = &b;
     storage.unpacked_layout = layout;
@@ -393,7 +355,7 @@ const PackedMatMulB& MatMulBInput::Get(const Node& node, const Tensor& b, const 
   for (int64_t i = 0; i < (matrix_size ? dense.numel() / matrix_size : 0); ++i)
     GatherHeadMatrix(static_cast<const uint8_t*>(b.raw()), layout, i, storage.k, storage.n,
                      static_cast<uint8_t*>(dense.raw()) + i * matrix_size);
-  storage = PackMatMulB(dense);
+  storage = PackMatMulB(dense, plan_);
   return storage;
 }
 

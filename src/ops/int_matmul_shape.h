@@ -6,14 +6,13 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <vector>
 
 #include "core/tensor.h"
 #include "graph/graph.h"
+#include "kernels/int8/epilogue.h"
 #include "kernels/int8/gemm.h"
-#include "kernels/int8/requantize.h"
 #include "ops/registry.h"
 
 namespace octet {
@@ -68,10 +67,12 @@ struct MatMulHeadLayouts {
 };
 
 // Every K x N matrix of a B operand ([..., K, N], or [K] as K x 1) packed for
-// the int8 GEMM once: K is cut into chunks of at most kGemmMaxK rows (the
-// GEMM's exactness limit), whose int32 results are added with wrap-around,
-// as ONNX Runtime's int32 accumulation wraps.
+// the int8 GEMM once, for products with A of one signedness (`plan`): K is cut
+// into chunks of at most kGemmMaxK rows (the GEMM's exactness limit), whose
+// int32 results are added with wrap-around, as ONNX Runtime's int32
+// accumulation wraps.
 struct PackedMatMulB {
+  GemmPlan plan;
   int64_t k = 0, n = 0;
   bool is_signed = false;
   std::vector<std::vector<PackedB>> matrices;  // [matrix][k chunk]
@@ -81,7 +82,7 @@ struct PackedMatMulB {
   const Tensor* unpacked = nullptr;
   MatMulHeadLayout unpacked_layout;  // how `unpacked` holds its matrices
 };
-PackedMatMulB PackMatMulB(const Tensor& b);
+PackedMatMulB PackMatMulB(const Tensor& b, const GemmPlan& plan);
 
 // Zero points of one operand as int32 values with their layout (null = 0).
 struct MatMulZeroPoints {
@@ -94,22 +95,12 @@ struct MatMulZeroPoints {
 // synchronizations; the packed A is a per-thread scratch).
 int64_t ProductBlockRows(int64_t m, int64_t k);
 
-// Receives the int32 product of rows [row0, row0 + rows) x columns
-// [col0, col0 + cols) of batch entry `entry`, at acc with leading dimension ld_acc.
-using MatMulBlockFn = std::function<void(int64_t entry, int64_t row0, int64_t rows, int64_t col0,
-                                         int64_t cols, const int32_t* acc, int64_t ld_acc)>;
-
-// The product finished by the GEMM into y ([batch, m, n]): requantized to
-// requant.output_type (QLinearMatMul) or, with to_float, scaled to float
-// (MatMulIntegerToFloat, DynamicQuantizeMatMul). Batch entry e uses
-// requant.multiplier / scale.scale advanced by multiplier_matrix_stride *
-// s.b_matrix[e] (a per-column b_scale per matrix).
-struct MatMulFinishedOutput {
-  RequantizeParams requant;
-  FloatOutputParams scale;
-  bool to_float = false;
+// How RunIntMatMul finishes every batch entry: `epilogue`, its multiplier
+// advanced by multiplier_matrix_stride * (the entry's B matrix) (a per-column
+// b_scale per matrix).
+struct MatMulEpilogue {
+  Epilogue epilogue;
   int64_t multiplier_matrix_stride = 0;
-  void* y = nullptr;
 };
 
 // The layout for a stored tensor read as Transpose(stored, perm), and the
@@ -119,27 +110,21 @@ MatMulHeadLayout HeadLayoutFromPerm(const Node& node, const std::vector<int64_t>
                                     const Shape& stored, bool allow_columns, const char* name,
                                     Shape& transposed);
 
-// acc[entry, m, n] = sum_k (A - zA)(B - zB) for every batch entry of `s`. When
-// `out` is non-null the product is written there ([batch, m, n] int32) and
-// `epilogue` is not called; when `finished` is non-null the product is finished
-// there (GemmS32Requantized / GemmS32ToFloat: in the tile's registers where they can);
-// else every element goes to `epilogue` exactly once, in blocks, from the
-// threads of the pool (GemmS32Blocks: the int32 product stays in cache). The
-// bytes never depend on the pool's thread count.
+// y[entry, m, n] = epilogue(sum_k (A - zA)(B - zB)) for every batch entry of `s`
+// ([batch, m, n] of the epilogue's output type, or through heads.y), finished in
+// the GEMM's registers. The bytes never depend on the pool's thread count.
 void RunIntMatMul(const MatMulShape& s, const Tensor& a, const MatMulZeroPoints& a_zero,
-                  const PackedMatMulB& b, const MatMulZeroPoints& b_zero, ThreadPool* pool,
-                  int32_t* out, const MatMulBlockFn& epilogue,
-                  const MatMulFinishedOutput* finished = nullptr,
-                  const MatMulHeadLayouts& heads = {});
+                  const PackedMatMulB& b, const MatMulZeroPoints& b_zero, const MatMulEpilogue& e,
+                  void* y, ThreadPool* pool, const MatMulHeadLayouts& heads = {});
 
 // Fails unless t is uint8 or int8 ("input <name> has dtype ...").
 void CheckInt8Operand(const Node& node, const Tensor& t, const char* name);
 
-// A B input of an integer matmul kernel: packed at kernel creation when it is
-// a constant initializer, else per run.
+// A B input of an integer matmul kernel whose A is `a_signed`: the plan made
+// and B packed at kernel creation when it is a constant initializer, else per run.
 class MatMulBInput {
  public:
-  MatMulBInput(const KernelInit& init, size_t index);
+  MatMulBInput(const KernelInit& init, size_t index, bool a_signed);
   // The packed B of this run; `storage` holds it when B is not a constant.
   const PackedMatMulB& Get(const Node& node, const Tensor& b, PackedMatMulB& storage) const;
   // The same for a run-time B stored under a head layout (logical shape `shape`).
@@ -147,6 +132,7 @@ class MatMulBInput {
                            const MatMulHeadLayout& layout, PackedMatMulB& storage) const;
 
  private:
+  GemmPlan plan_;
   std::optional<PackedMatMulB> constant_;
 };
 

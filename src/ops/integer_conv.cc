@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "kernels/int8/conv.h"
-#include "kernels/int8/requantize.h"
+#include "kernels/int8/epilogue.h"
 #include "ops/int_conv_params.h"
 #include "ops/int_params.h"
 #include "ops/registry.h"
@@ -85,7 +85,7 @@ struct WeightSource {
         w_zero && PerOutputChannel(node, *w_zero, shape.out_channels, "w_zero_point");
     const ConvOperand w_op = ReadConvOperand(node, w, w_zero, per_channel, "w_zero_point");
     try {
-      return std::make_shared<const Int8Conv>(shape, w_op.view);
+      return std::make_shared<const Int8Conv>(shape, w_op.view, ActiveIsa());
     } catch (const Error& e) {
       Fail(node.Describe(), ": ", e.what());
     }
@@ -118,7 +118,7 @@ class ConvIntegerKernel : public OpKernel {
     const ConvOperand x_op = ReadConvOperand(node, x, x_zero, false, "x_zero_point");
     const std::shared_ptr<const Int8Conv> conv = weights_.Get(ctx, g);
     Tensor& y = ctx.AllocateUninitializedOutput(0, DType::kInt32, ConvOutputShape(g, x.rank()));
-    conv->RunS32(g, x_op.view, y.data<int32_t>(), ctx.pool());
+    conv->Run(g, x_op.view, Epilogue{}, y.raw(), ctx.pool());
   }
 
  private:
@@ -171,16 +171,16 @@ class QLinearConvKernel : public OpKernel {
     std::vector<float> multipliers = ReadScales(node, w_scale, "w_scale");
     for (float& m : multipliers) m = RequantizeMultiplier(x_scale_value, m, y_scale_value);
 
-    // Step 2.
-    ConvRequantize rq;
-    rq.multipliers = multipliers.data();
-    rq.per_channel = w_scale_per_channel;
-    rq.bias = bias ? bias->data<int32_t>() : nullptr;
-    rq.output_type = y_zero_point.dtype();
-    rq.zero_point = ReadZeroPoints(node, y_zero_point, rq.output_type, "y_zero_point")[0];
+    // Step 2: per output channel (the epilogue's rows).
+    const DType y_type = y_zero_point.dtype();
+    Epilogue e;
+    e.output = EightBitOutput(y_type);
+    e.multiplier = {multipliers.data(), w_scale_per_channel};
+    if (bias) e.bias = {bias->data<int32_t>(), true};
+    e.zero_point = ReadZeroPoints(node, y_zero_point, y_type, "y_zero_point")[0];
     const std::shared_ptr<const Int8Conv> conv = weights_.Get(ctx, g);
-    Tensor& y = ctx.AllocateUninitializedOutput(0, rq.output_type, ConvOutputShape(g, x.rank()));
-    conv->RunRequantized(g, x_op.view, rq, y.raw(), ctx.pool());
+    Tensor& y = ctx.AllocateUninitializedOutput(0, y_type, ConvOutputShape(g, x.rank()));
+    conv->Run(g, x_op.view, e, y.raw(), ctx.pool());
   }
 
  private:

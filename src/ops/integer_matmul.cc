@@ -1,15 +1,15 @@
 // MatMulInteger (ai.onnx 10) and QLinearMatMul (ai.onnx 10, 21) on the fast
-// int8 GEMM, in three steps: (1) shapes and quantization parameters, (2) the
-// exact int32 product with zero-point correction (RunIntMatMul: B packed once
-// at kernel creation when it is a constant initializer, else per run), (3) for
-// QLinearMatMul the shared requantization epilogue, block by block.
+// int8 GEMM: shapes and quantization parameters, then the exact int32 product
+// with zero-point correction (RunIntMatMul: B packed once at kernel creation
+// when it is a constant initializer, else per run), finished in the GEMM's
+// registers (int32, or QLinearMatMul's requantization).
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "graph/octet_ops.h"
-#include "kernels/int8/requantize.h"
+#include "kernels/int8/epilogue.h"
 #include "ops/int_matmul_shape.h"
 #include "ops/int_params.h"
 #include "ops/registry.h"
@@ -25,7 +25,9 @@ const Tensor* ConstantInput(const KernelInit& init, size_t i) {
 class MatMulIntegerKernel : public OpKernel {
  public:
   explicit MatMulIntegerKernel(const KernelInit& init)
-      : b_(init, 1), a_zero_(init, 2, 0, "a_zero_point"), b_zero_(init, 3, 1, "b_zero_point") {}
+      : b_(init, 1, init.input_types[0] == DType::kInt8),
+        a_zero_(init, 2, 0, "a_zero_point"),
+        b_zero_(init, 3, 1, "b_zero_point") {}
 
   // A goes only to the int8 GEMM, whose every path runs on guarded A in gemm_test.
   bool ReadsOnlyInputBytes(size_t input) const override { return input == 0; }
@@ -42,7 +44,7 @@ class MatMulIntegerKernel : public OpKernel {
     PackedMatMulB b_storage;
     const PackedMatMulB& packed = b_.Get(node, b, b_storage);
     Tensor& y = ctx.AllocateUninitializedOutput(0, DType::kInt32, shape.output);
-    RunIntMatMul(shape, a, a_zero, packed, b_zero, ctx.pool(), y.data<int32_t>(), {});
+    RunIntMatMul(shape, a, a_zero, packed, b_zero, MatMulEpilogue{}, y.raw(), ctx.pool());
   }
 
  private:
@@ -57,7 +59,7 @@ class MatMulIntegerKernel : public OpKernel {
 class QLinearMatMulKernel : public OpKernel {
  public:
   explicit QLinearMatMulKernel(const KernelInit& init)
-      : b_(init, 3),
+      : b_(init, 3, init.input_types[0] == DType::kInt8),
         a_zero_(init, 2, 0, "a_zero_point"),
         b_zero_(init, 5, 3, "b_zero_point"),
         a_perm_(init.node.GetInts(kAPermAttr)),
@@ -122,14 +124,12 @@ class QLinearMatMulKernel : public OpKernel {
 
     // Steps 2 and 3.
     Tensor& y = ctx.AllocateUninitializedOutput(0, y_type, y_shape);
-    MatMulFinishedOutput out;
-    out.requant.multiplier = multipliers.data();
-    out.requant.multiplier_per_column = b_scale_layout.per_vector();
-    out.requant.zero_point = ReadZeroPoints(node, y_zero_point, y_type, "y_zero_point")[0];
-    out.requant.output_type = y_type;
-    out.multiplier_matrix_stride = b_scale_layout.matrix_stride;
-    out.y = y.raw();
-    RunIntMatMul(shape, a, a_zero, packed, b_zero, ctx.pool(), nullptr, {}, &out, heads);
+    MatMulEpilogue e;
+    e.epilogue.output = EightBitOutput(y_type);
+    e.epilogue.multiplier = {multipliers.data(), false, b_scale_layout.per_vector()};
+    e.epilogue.zero_point = ReadZeroPoints(node, y_zero_point, y_type, "y_zero_point")[0];
+    e.multiplier_matrix_stride = b_scale_layout.matrix_stride;
+    RunIntMatMul(shape, a, a_zero, packed, b_zero, e, y.raw(), ctx.pool(), heads);
   }
 
  private:

@@ -3,14 +3,14 @@
 // a_zero_point, B, b_scale, b_zero_point, C?, y_scale?, y_zero_point?;
 // attributes alpha, transA, transB. It runs on the fast int8 GEMM (B packed once
 // when it is a constant initializer) and the shared epilogues
-// (kernels/int8/requantize.h), in ONNX Runtime 1.31.1's float order
+// (kernels/int8/epilogue.h), in ONNX Runtime 1.31.1's float order
 // (tests/python/test_qgemm.py checks it bit for bit; docs/int8.md):
 //
 //   acc[m, n] = sum_k (A'[m, k] - a_zp) * (B'[k, n] - b_zp[n]) + C[m, n]
 //                                     int32; C added with wrap-around
 //   scale[n]  = (alpha * a_scale) * b_scale[n]                      float32, in this order
 //   no y_scale:        y = float(acc) * scale[n]                    float output
-//   y_scale, y_zp:     y = RequantizeS32(acc, scale[n] / y_scale, y_zp)
+//   y_scale, y_zp:     y = requantize(acc, scale[n] / y_scale, y_zp)
 //   y_scale, no y_zp:  y = float(acc) * (scale[n] / y_scale)        float output (ORT's)
 //
 // A' and B' are A and B, transposed when transA / transB is set. C
@@ -20,11 +20,12 @@
 // y_scale is refused at load (ONNX Runtime then writes its int32 product into
 // the 8-bit output buffer). For K = 0 ONNX Runtime returns uninitialized
 // memory; octet applies the formula above with acc = C.
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <vector>
 
-#include "kernels/int8/requantize.h"
+#include "kernels/int8/epilogue.h"
 #include "kernels/strided_copy.h"
 #include "ops/int_matmul_shape.h"
 #include "ops/int_params.h"
@@ -87,7 +88,8 @@ class QGemmKernel : public OpKernel {
   explicit QGemmKernel(const KernelInit& init)
       : alpha_(init.node.GetFloat("alpha", 1.f)),
         trans_a_(init.node.GetInt("transA", 0) != 0),
-        trans_b_(init.node.GetInt("transB", 0) != 0) {
+        trans_b_(init.node.GetInt("transB", 0) != 0),
+        plan_(PlanGemm(ActiveIsa(), init.input_types[kA] == DType::kInt8)) {
     const Tensor* b = kB < init.constant_inputs.size() ? init.constant_inputs[kB] : nullptr;
     if (b) constant_b_ = PackGemmB(init.node, *b, init.pool);
   }
@@ -145,55 +147,24 @@ class QGemmKernel : public OpKernel {
     if (!constant_b_) b_storage = PackGemmB(node, b, ctx.pool());
     const PackedMatMulB& packed = constant_b_ ? *constant_b_ : b_storage;
 
-    // Runs the product; `epilogue(acc, ld_acc, first_row, rows, col0, cols, c)` gets
-    // each block with the C of its rows (C's first column): in one call when C is
-    // the same for every row, else row by row.
-    auto run = [&](auto&& epilogue) {
-      RunIntMatMul(shape, a_rows, a_zero_points, packed, b_zero_points, ctx.pool(), nullptr,
-                   [&](int64_t, int64_t row0, int64_t rows, int64_t col0, int64_t cols,
-                       const int32_t* acc, int64_t ld_acc) {
-                     if (bias.row_stride == 0)
-                       return epilogue(acc, ld_acc, row0, rows, col0, cols, bias.values);
-                     for (int64_t r = 0; r < rows; ++r)
-                       epilogue(acc + r * ld_acc, ld_acc, row0 + r, 1, col0, cols,
-                                bias.values + (row0 + r) * bias.row_stride);
-                   });
-    };
-    const Isa isa = ActiveIsa();
+    MatMulEpilogue e;
+    e.epilogue.multiplier = {scales.data(), false, scale_per_column};
+    if (bias.values) {
+      e.epilogue.bias = {bias.values, bias.row_stride != 0, bias.per_column,
+                         std::max<int64_t>(bias.row_stride, 1)};
+    }
+    DType y_type = DType::kFloat32;
     if (ctx.has_input(kYZeroPoint)) {
       const Tensor& y_zero_point = ctx.input(kYZeroPoint);
       CheckPerTensor(node, y_zero_point, "y_zero_point");
-      const DType y_type = y_zero_point.dtype();
-      RequantizeParams params;
-      params.multiplier = scales.data();
-      params.multiplier_per_column = scale_per_column;
-      params.bias_per_column = bias.per_column;
-      params.zero_point = ReadZeroPoints(node, y_zero_point, y_type, "y_zero_point")[0];
-      params.output_type = y_type;
-      Tensor& y = ctx.AllocateUninitializedOutput(0, y_type, shape.output);
-      auto* y_bytes = static_cast<uint8_t*>(y.raw());
-      run([&](const int32_t* acc, int64_t ld_acc, int64_t row0, int64_t rows, int64_t col0,
-              int64_t cols, const int32_t* c) {
-        RequantizeParams p = params;
-        p.bias = c;
-        RequantizeS32(acc, ld_acc, rows, cols, ColumnsFrom(p, col0), y_bytes + row0 * n + col0, n,
-                      isa);
-      });
+      y_type = y_zero_point.dtype();
+      e.epilogue.output = EightBitOutput(y_type);
+      e.epilogue.zero_point = ReadZeroPoints(node, y_zero_point, y_type, "y_zero_point")[0];
     } else {
-      FloatOutputParams params;
-      params.scale = scales.data();
-      params.scale_per_column = scale_per_column;
-      params.acc_bias_per_column = bias.per_column;
-      Tensor& y = ctx.AllocateUninitializedOutput(0, DType::kFloat32, shape.output);
-      float* y_data = y.data<float>();
-      run([&](const int32_t* acc, int64_t ld_acc, int64_t row0, int64_t rows, int64_t col0,
-              int64_t cols, const int32_t* c) {
-        FloatOutputParams p = params;
-        p.acc_bias = c;
-        ScaleS32ToFloat(acc, ld_acc, rows, cols, ColumnsFrom(p, col0), y_data + row0 * n + col0, n,
-                        isa);
-      });
+      e.epilogue.output = EpilogueOutput::kFloat;
     }
+    Tensor& y = ctx.AllocateUninitializedOutput(0, y_type, shape.output);
+    RunIntMatMul(shape, a_rows, a_zero_points, packed, b_zero_points, e, y.raw(), ctx.pool());
   }
 
  private:
@@ -201,11 +172,12 @@ class QGemmKernel : public OpKernel {
   PackedMatMulB PackGemmB(const Node& node, const Tensor& b, ThreadPool* pool) const {
     CheckInt8Operand(node, b, "B");
     OCTET_CHECK(b.rank() == 2, node.Describe(), ": B must be 2-D, got ", ShapeToString(b.shape()));
-    return PackMatMulB(trans_b_ ? Transposed(b, pool) : b);
+    return PackMatMulB(trans_b_ ? Transposed(b, pool) : b, plan_);
   }
 
   float alpha_;
   bool trans_a_, trans_b_;
+  GemmPlan plan_;
   std::optional<PackedMatMulB> constant_b_;
 };
 

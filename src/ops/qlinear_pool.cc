@@ -6,7 +6,7 @@
 //
 // QLinearGlobalAveragePool, and a QLinearAveragePool whose kernel is the whole input with no
 // padding (ORT hands that case to the same code, whatever the strides and ceil_mode), sum
-// in integers and requantize once (RequantizeS32's arithmetic):
+// in integers and requantize once (the int8 epilogue's arithmetic, kernels/int8/epilogue.h):
 //   acc = sum(x) - x_zero * n             int32 with wrap-around; n = pixels per channel
 //   m   = x_scale / (y_scale * float(n))  float32, in this order
 //   y   = round_half_even(clamp(float(acc) * m, qmin - y_zero, qmax - y_zero)) + y_zero
@@ -38,7 +38,7 @@
 #include <vector>
 
 #include "core/thread_pool.h"
-#include "kernels/int8/requantize.h"
+#include "kernels/int8/epilogue.h"
 #include "ops/int_params.h"
 #include "ops/registry.h"
 
@@ -117,11 +117,12 @@ void GlobalAverage(const Node& node, const uint8_t* x, uint8_t* y, DType type,
   // -x_zero * image in int32, wrapping as the x86 multiply does.
   const int32_t bias =
       static_cast<int32_t>(static_cast<uint32_t>(-q.x_zero) * static_cast<uint32_t>(image));
-  RequantizeParams params;
-  params.multiplier = &multiplier;
-  params.bias = &bias;
-  params.zero_point = q.y_zero;
-  params.output_type = type;
+  Epilogue e;
+  e.output = EightBitOutput(type);
+  e.multiplier = {&multiplier};
+  e.bias = {&bias};
+  e.zero_point = q.y_zero;
+  const Isa isa = ActiveIsa();
   auto sum = [&](int64_t offset, int64_t count) {
     return type == DType::kInt8 ? SumBytes(reinterpret_cast<const int8_t*>(x) + offset, count)
                                 : SumBytes(x + offset, count);
@@ -132,7 +133,8 @@ void GlobalAverage(const Node& node, const uint8_t* x, uint8_t* y, DType type,
       std::vector<int32_t> acc(static_cast<size_t>(end - begin));
       for (int64_t r = begin; r < end; ++r)
         acc[r - begin] = static_cast<int32_t>(sum(r * image, image));
-      RequantizeS32(acc.data(), end - begin, 1, end - begin, params, y + begin, end - begin);
+      ApplyEpilogueBlock(e, acc.data(), end - begin, 0, 1, 0, end - begin, y + begin, end - begin,
+                         isa);
     });
     return;
   }
@@ -150,8 +152,8 @@ void GlobalAverage(const Node& node, const uint8_t* x, uint8_t* y, DType type,
           for (int64_t c = 0; c < channels; ++c) acc[c] += pixel[c];
         }
       }
-      RequantizeS32(reinterpret_cast<const int32_t*>(acc.data()), channels, 1, channels, params,
-                    y + n * channels, channels);
+      ApplyEpilogueBlock(e, reinterpret_cast<const int32_t*>(acc.data()), channels, 0, 1, 0,
+                         channels, y + n * channels, channels, isa);
     }
   });
 }

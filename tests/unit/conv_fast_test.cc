@@ -2,7 +2,7 @@
 // every instruction-set path this CPU runs and on 1, 2 and 3 threads, over a
 // generated grid of kernels, strides, dilations, pads, groupings, spatial
 // sizes, channel counts around the tile widths and zero points at the type
-// limits or 0 (symmetric weights); and its requantized output against requantize.h's formula
+// limits or 0 (symmetric weights); and its requantized output against docs/epilogue.md's formula
 // applied to the reference accumulators.
 #include <gtest/gtest.h>
 
@@ -21,10 +21,18 @@
 #include "kernels/int8/conv.h"
 #include "kernels/int8/conv_depthwise.h"
 #include "kernels/int8/conv_reference.h"
-#include "kernels/int8/requantize.h"
+#include "kernels/int8/epilogue.h"
 
 namespace octet {
 namespace {
+
+// docs/epilogue.md's 8-bit output, written out here: float(acc) * multiplier
+// clamped to [lo, hi] (NaN -> lo), rounded half to even, + zero.
+int32_t Requantized(int32_t acc, float multiplier, float lo, float hi, int32_t zero) {
+  const float v = static_cast<float>(acc) * multiplier;
+  const float clamped = std::isnan(v) ? lo : std::min(std::max(v, lo), hi);
+  return static_cast<int32_t>(std::nearbyint(clamped)) + zero;
+}
 
 struct Case {
   ConvGeometry g;
@@ -155,7 +163,7 @@ int CheckCase(const Case& c, std::mt19937& rng, Requant mode) {
       const int32_t acc =
           static_cast<int32_t>(static_cast<uint32_t>(want[i]) + static_cast<uint32_t>(d.bias[o]));
       const float multiplier = d.multipliers[per_channel ? o : 0];
-      want_q[i] = static_cast<uint8_t>(RequantizeValue(acc, multiplier, lo, hi, y_zero));
+      want_q[i] = static_cast<uint8_t>(Requantized(acc, multiplier, lo, hi, y_zero));
     }
   }
   int failures = 0;
@@ -163,26 +171,25 @@ int CheckCase(const Case& c, std::mt19937& rng, Requant mode) {
     const Int8Conv conv(g, d.w_op, isa);
     for (int threads : {1, 2, 3}) {
       std::vector<int32_t> got(out_size + 16, kSentinel);
-      conv.RunS32(g, d.x_op, got.data(), Pool(threads));
+      conv.Run(g, d.x_op, Epilogue{}, got.data(), Pool(threads));
       bool ok = std::equal(want.begin(), want.end(), got.begin());
       for (int i = 0; i < 16; ++i) ok = ok && got[out_size + i] == kSentinel;
       if (requantize) {
-        ConvRequantize rq;
-        rq.multipliers = d.multipliers.data();
-        rq.per_channel = per_channel;
-        rq.bias = d.bias.data();
+        Epilogue rq;
+        rq.output = EightBitOutput(out_type);
+        rq.multiplier = {d.multipliers.data(), per_channel};
+        rq.bias = {d.bias.data(), true};
         rq.zero_point = y_zero;
-        rq.output_type = out_type;
         rq.y_min = y_min;
         rq.y_max = y_max;
         std::vector<uint8_t> got_q(out_size + 64, 0xA5);
-        conv.RunRequantized(g, d.x_op, rq, got_q.data(), Pool(threads));
+        conv.Run(g, d.x_op, rq, got_q.data(), Pool(threads));
         ok = ok && std::equal(want_q.begin(), want_q.end(), got_q.begin());
         for (int i = 0; i < 64; ++i) ok = ok && got_q[out_size + i] == 0xA5;
       }
       if (!ok) {
         ADD_FAILURE() << c.Describe() << " on " << IsaName(isa) << " with " << threads
-                      << " threads (depthwise kernel: " << conv.depthwise() << ")";
+                      << " threads (path " << conv.path_name() << ")";
         ++failures;
       }
     }
@@ -396,7 +403,7 @@ TEST(Int8Conv, Errors) {
   std::vector<uint8_t> w(16, 1), x(64, 1);
   const int32_t zero = 0, bad_zero = 300;
   const Int8ConvOperand w_op{w.data(), true, &zero, false};
-  const Int8Conv conv(g, w_op);
+  const Int8Conv conv(g, w_op, ActiveIsa());
   std::vector<int32_t> y(64);
   auto expect_error = [](auto&& fn, const std::string& fragment) {
     try {
@@ -408,25 +415,25 @@ TEST(Int8Conv, Errors) {
   };
   expect_error(
       [&] {
-        conv.RunS32(g, {x.data(), false, &bad_zero, false}, y.data(), nullptr);
+        conv.Run(g, {x.data(), false, &bad_zero, false}, Epilogue{}, y.data(), nullptr);
       },
       "x zero point 300 is outside the uint8 range");
   expect_error(
       [&] {
-        conv.RunS32(g, {x.data(), false, &zero, true}, y.data(), nullptr);
+        conv.Run(g, {x.data(), false, &zero, true}, Epilogue{}, y.data(), nullptr);
       },
       "x zero point must be per tensor");
   ConvGeometry other = g;
   other.kernel_w = 3;
   expect_error(
       [&] {
-        conv.RunS32(other, {x.data(), false, &zero, false}, y.data(), nullptr);
+        conv.Run(other, {x.data(), false, &zero, false}, Epilogue{}, y.data(), nullptr);
       },
       "differs from the packed weights");
   ConvGeometry huge = g;
   huge.in_channels = 4000;
   huge.kernel_h = huge.kernel_w = 3;
-  expect_error([&] { const Int8Conv too_long(huge, w_op); }, "exceed 33025");
+  expect_error([&] { const Int8Conv too_long(huge, w_op, ActiveIsa()); }, "exceed 33025");
   for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni, Isa::kNeonDot}) {
     if (!IsaSupported(isa))
       expect_error([&] { const Int8Conv unsupported(g, w_op, isa); }, "cannot run here");

@@ -1,16 +1,16 @@
 // The exact int8 GEMM (kernels/int8/gemm.h) on every instruction-set path the
-// CPU supports, against the naive int64 reference (GemmReferenceS32); every
-// case also runs through GemmS32Blocks (the fused-epilogue entry point), which
-// must deliver GemmS32's values, each exactly once. Every
-// operand lives right before a PROT_NONE guard page, so any over-read or
-// over-write faults.
+// CPU supports, against the naive int64 reference (GemmReferenceS32), with
+// every epilogue output (int32, float, 8-bit) and operand layout (per tensor,
+// per column, per row through a row index). Every operand lives right before a
+// PROT_NONE guard page, so any over-read or over-write faults.
+// (gemm_kernels_test.cc tests each micro-kernel of the table on its own.)
 #include "kernels/int8/gemm.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <array>
-#include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -22,8 +22,8 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "guarded_buffer.h"
+#include "kernels/int8/epilogue.h"
 #include "kernels/int8/gemm_reference.h"
-#include "kernels/int8/requantize.h"
 
 namespace octet {
 namespace {
@@ -69,40 +69,7 @@ void FillZeros(int32_t* p, size_t n, bool is_signed, int value, std::mt19937& rn
   }
 }
 
-// GemmS32Blocks on the same operands must hand every element of C over exactly
-// once, inside the matrix, with GemmS32's value (c, leading dimension ldc).
-void CheckBlocksMatch(const Case& c, const Int8Operand& a, const int32_t* za, const PackedB& packed,
-                      const int32_t* zb, ThreadPool* pool, const int32_t* want, int64_t ldc) {
-  std::vector<int32_t> got(static_cast<size_t>(c.M * c.N), 0);
-  std::vector<std::atomic<int>> deliveries(static_cast<size_t>(c.M * c.N));
-  std::atomic<bool> out_of_bounds{false};
-  GemmS32Blocks(c.M, a, za, c.za_per_row, packed, zb, c.zb_per_col, pool,
-                [&](int64_t row0, int64_t rows, int64_t col0, int64_t cols, const int32_t* acc,
-                    int64_t ld_acc) {
-                  if (row0 < 0 || rows <= 0 || row0 + rows > c.M || col0 < 0 || cols <= 0 ||
-                      col0 + cols > c.N) {
-                    out_of_bounds = true;
-                    return;
-                  }
-                  for (int64_t r = 0; r < rows; ++r) {
-                    for (int64_t j = 0; j < cols; ++j) {
-                      got[(row0 + r) * c.N + col0 + j] = acc[r * ld_acc + j];
-                      ++deliveries[(row0 + r) * c.N + col0 + j];
-                    }
-                  }
-                });
-  ASSERT_FALSE(out_of_bounds) << "a block outside C: " << Describe(c);
-  for (int64_t m = 0; m < c.M; ++m) {
-    for (int64_t n = 0; n < c.N; ++n) {
-      ASSERT_EQ(deliveries[m * c.N + n], 1) << "C[" << m << "," << n << "]: " << Describe(c);
-      ASSERT_EQ(got[m * c.N + n], want[m * ldc + n])
-          << "GemmS32Blocks C[" << m << "," << n << "]: " << Describe(c);
-    }
-  }
-}
-
-// Runs the case on `isa` (and the given pool) and returns C (M x N, ldc stripped);
-// GemmS32Blocks must give the same values.
+// Runs the case on `isa` (and the given pool) and returns C (M x N, ldc stripped).
 std::vector<int32_t> RunGemm(Isa isa, const Case& c, ThreadPool* pool) {
   std::mt19937 rng(c.seed);
   const int64_t lda = c.K + c.lda_pad, ldb = c.N + c.ldb_pad, ldc = c.N + c.ldc_pad;
@@ -113,13 +80,13 @@ std::vector<int32_t> RunGemm(Isa isa, const Case& c, ThreadPool* pool) {
   FillZeros(za.data(), za.size(), c.a_signed, c.za_per_row ? kRandom : c.za, rng);
   FillZeros(zb.data(), zb.size(), c.b_signed, c.zb, rng);
 
-  const PackedB packed = PackB(b.data(), c.b_signed, c.K, c.N, ldb, isa);
+  const GemmPlan plan = PlanGemm(isa, c.a_signed);
+  const PackedB packed = PackB(plan, b.data(), c.b_signed, c.K, c.N, ldb);
   GuardedBuffer<int32_t> out(static_cast<size_t>(c.M * ldc));
   std::memset(out.data(), 0xA5, out.size() * sizeof(int32_t));  // padding columns must keep this
-  GemmS32(c.M, Int8Operand{a.data(), c.a_signed, lda}, za.data(), c.za_per_row, packed, zb.data(),
-          c.zb_per_col, out.data(), ldc, pool);
-  CheckBlocksMatch(c, Int8Operand{a.data(), c.a_signed, lda}, za.data(), packed, zb.data(), pool,
-                   out.data(), ldc);
+  Gemm(plan, c.M, Int8Operand{a.data(), c.a_signed, lda},
+       GemmZeroPoints{za.data(), c.za_per_row, zb.data(), c.zb_per_col}, packed, Epilogue{},
+       out.data(), ldc, pool);
 
   std::vector<int32_t> result(static_cast<size_t>(c.M * c.N));
   for (int64_t m = 0; m < c.M; ++m) {
@@ -351,11 +318,20 @@ TEST_P(GemmIsaTest, SameBytesForOneTwoAndThreeThreads) {
   }
 }
 
-// GemmS32Requantized against the int64 reference requantized by requantize.h's
-// scalar formula (RequantizeValue), written into an output that ends at a guard
-// page, with padding columns that must keep their bytes.
+// The requantized and float outputs against the int64 reference finished by
+// the formula of docs/epilogue.md written out here, into an output that ends at
+// a guard page, with padding columns that must keep their bytes.
 // An int32 bias of the epilogues: none, one value, or one per column.
 enum class Bias { kNone, kTensor, kColumn };
+
+// float(sum) * multiplier, clamped to [lo - zero, hi - zero] (NaN -> low
+// bound), rounded half to even, + zero: docs/epilogue.md's 8-bit output.
+int32_t ExpectedRequantized(int32_t sum, float multiplier, int32_t lo, int32_t hi, int32_t zero) {
+  const float v = static_cast<float>(sum) * multiplier;
+  const float low = static_cast<float>(lo - zero), high = static_cast<float>(hi - zero);
+  const float clamped = std::isnan(v) ? low : std::min(std::max(v, low), high);
+  return static_cast<int32_t>(std::nearbyint(clamped)) + zero;
+}
 
 // The bias values for N columns (empty for kNone), wrapping sums included.
 std::vector<int32_t> MakeBias(Bias bias, int64_t N) {
@@ -387,7 +363,11 @@ struct DrawnOperands {
     FillZeros(za.data(), za.size(), c.a_signed, c.za_per_row ? kRandom : c.za, rng);
     FillZeros(zb.data(), zb.size(), c.b_signed, c.zb, rng);
     acc = RunReference(c);
-    packed = PackB(b.data(), c.b_signed, c.K, c.N, c.N + c.ldb_pad, isa);
+    plan = PlanGemm(isa, c.a_signed);
+    packed = PackB(plan, b.data(), c.b_signed, c.K, c.N, c.N + c.ldb_pad);
+  }
+  GemmZeroPoints Zero(const Case& c) {
+    return GemmZeroPoints{za.data(), c.za_per_row, zb.data(), c.zb_per_col};
   }
   Int8Operand A(const Case& c) { return Int8Operand{a.data(), c.a_signed, lda}; }
 
@@ -395,6 +375,7 @@ struct DrawnOperands {
   GuardedBuffer<uint8_t> a, b;
   GuardedBuffer<int32_t> za, zb;
   std::vector<int32_t> acc;
+  GemmPlan plan;
   PackedB packed;
 };
 
@@ -409,20 +390,17 @@ struct DrawnOperands {
   GuardedBuffer<float> multipliers(per_column ? c.N : 1);
   for (size_t i = 0; i < multipliers.size(); ++i)
     multipliers[i] = scale * (1.0f + 0.37f * static_cast<float>(i % 5));
-  RequantizeParams params;
-  params.multiplier = multipliers.data();
-  params.multiplier_per_column = per_column;
-  params.zero_point = y_zero;
-  params.output_type = y_type;
-  params.y_min = y_min;
-  params.y_max = y_max;
+  Epilogue e;
+  e.output = y_type == DType::kInt8 ? EpilogueOutput::kInt8 : EpilogueOutput::kUInt8;
+  e.multiplier = {multipliers.data(), false, per_column};
+  e.zero_point = y_zero;
+  e.y_min = y_min;
+  e.y_max = y_max;
   const std::vector<int32_t> bias_values = MakeBias(bias, c.N);
-  params.bias = bias_values.empty() ? nullptr : bias_values.data();
-  params.bias_per_column = bias == Bias::kColumn;
+  if (!bias_values.empty()) e.bias = {bias_values.data(), false, bias == Bias::kColumn};
   GuardedBuffer<uint8_t> out(static_cast<size_t>(c.M * ld_out));
   std::memset(out.data(), 0xA5, out.size());
-  GemmS32Requantized(c.M, d.A(c), d.za.data(), c.za_per_row, d.packed, d.zb.data(), c.zb_per_col,
-                     params, out.data(), ld_out, pool);
+  Gemm(d.plan, c.M, d.A(c), d.Zero(c), d.packed, e, out.data(), ld_out, pool);
 
   const bool y_signed = y_type == DType::kInt8;
   const int32_t lo = std::max(TypeMin(y_signed), y_min), hi = std::min(TypeMax(y_signed), y_max);
@@ -436,9 +414,7 @@ struct DrawnOperands {
             bias_values.empty()
                 ? acc[m * c.N + n]
                 : WrappingAdd(acc[m * c.N + n], bias_values[bias == Bias::kColumn ? n : 0]);
-        want =
-            static_cast<uint8_t>(RequantizeValue(sum, multiplier, static_cast<float>(lo - y_zero),
-                                                 static_cast<float>(hi - y_zero), y_zero));
+        want = static_cast<uint8_t>(ExpectedRequantized(sum, multiplier, lo, hi, y_zero));
       }
       if (got != want) {
         return ::testing::AssertionFailure()
@@ -465,17 +441,14 @@ struct DrawnOperands {
     biases[i] = 0.25f - 0.0137f * static_cast<float>(i % 11);
   }
   const std::vector<int32_t> acc_bias_values = MakeBias(acc_bias, c.N);
-  FloatOutputParams params;
-  params.scale = scales.data();
-  params.scale_per_column = per_column;
-  params.acc_bias = acc_bias_values.empty() ? nullptr : acc_bias_values.data();
-  params.acc_bias_per_column = acc_bias == Bias::kColumn;
-  params.bias = float_bias ? biases.data() : nullptr;
-  params.bias_per_column = per_column;
+  Epilogue e;
+  e.output = EpilogueOutput::kFloat;
+  e.multiplier = {scales.data(), false, per_column};
+  if (!acc_bias_values.empty()) e.bias = {acc_bias_values.data(), false, acc_bias == Bias::kColumn};
+  if (float_bias) e.float_bias = {biases.data(), false, per_column};
   GuardedBuffer<float> out(static_cast<size_t>(c.M * ld_out));
   std::fill(out.data(), out.data() + out.size(), -7.5f);
-  GemmS32ToFloat(c.M, d.A(c), d.za.data(), c.za_per_row, d.packed, d.zb.data(), c.zb_per_col,
-                 params, out.data(), ld_out, pool);
+  Gemm(d.plan, c.M, d.A(c), d.Zero(c), d.packed, e, out.data(), ld_out, pool);
 
   for (int64_t m = 0; m < c.M; ++m) {
     for (int64_t n = 0; n < ld_out; ++n) {
@@ -546,13 +519,76 @@ TEST_P(GemmIsaTest, RequantizedAndFloatOutputOfSmallAndLargeProducts) {
 
 TEST_P(GemmIsaTest, RefusesKBeyondTheExactLimit) {
   std::vector<uint8_t> b(kGemmMaxK + 1, 0);
-  EXPECT_THROW(PackB(b.data(), true, kGemmMaxK + 1, 1, 1, isa()), Error);
-  const PackedB packed = PackB(b.data(), true, 4, 2, 2, isa());
+  const GemmPlan plan = PlanGemm(isa(), true);
+  EXPECT_THROW(PackB(plan, b.data(), true, kGemmMaxK + 1, 1, 1), Error);
+  const PackedB packed = PackB(plan, b.data(), true, 4, 2, 2);
   int32_t out[4];
   uint8_t a[8] = {};
-  EXPECT_THROW(
-      GemmS32(2, Int8Operand{a, true, 3}, nullptr, false, packed, nullptr, false, out, 2, nullptr),
-      Error);  // lda < K
+  EXPECT_THROW(Gemm(plan, 2, Int8Operand{a, true, 3}, {}, packed, Epilogue{}, out, 2, nullptr),
+               Error);  // lda < K
+  // A of the other signedness, an incomplete epilogue, a B packed for another path.
+  EXPECT_THROW(Gemm(plan, 2, Int8Operand{a, false, 4}, {}, packed, Epilogue{}, out, 2, nullptr),
+               Error);
+  Epilogue no_multiplier;
+  no_multiplier.output = EpilogueOutput::kFloat;
+  EXPECT_THROW(Gemm(plan, 2, Int8Operand{a, true, 4}, {}, packed, no_multiplier, out, 2, nullptr),
+               Error);
+  for (Isa other : SupportedIsas()) {
+    const GemmPlan other_plan = PlanGemm(other, true);
+    if (other_plan.packed->nr != plan.packed->nr ||
+        other_plan.packed->k_group != plan.packed->k_group) {
+      EXPECT_THROW(
+          Gemm(other_plan, 2, Int8Operand{a, true, 4}, {}, packed, Epilogue{}, out, 2, nullptr),
+          Error);
+    }
+  }
+}
+
+// Per-row epilogue operands (QGemm's [M, N] and [M, 1] C, the fused matmul's
+// per-axis x scales through a row index): value(r, c) = data[row(r) * stride + c].
+TEST_P(GemmIsaTest, PerRowAndPerColumnEpilogueOperands) {
+  for (const auto& [M, K, N] :
+       {std::array<int64_t, 3>{37, 40, 53}, {130, 300, 70}, {5, 4100, 33}}) {
+    Case c;
+    c.M = M, c.K = K, c.N = N, c.seed = static_cast<uint32_t>(M * 7 + N);
+    DrawnOperands d(c, isa());
+    std::vector<int32_t> bias(M * N), row_index(M);
+    std::vector<float> multipliers(3 * N);
+    for (int64_t i = 0; i < M * N; ++i) bias[i] = static_cast<int32_t>(i * 131 % 20001) - 10000;
+    for (int64_t i = 0; i < 3 * N; ++i) multipliers[i] = 1e-4f * static_cast<float>(1 + i % 17);
+    for (int64_t m = 0; m < M; ++m) row_index[m] = static_cast<int32_t>((m / 2) % 3);
+    Epilogue e;
+    e.output = EpilogueOutput::kInt8;
+    e.bias = {bias.data(), true, true, N};
+    e.multiplier = {multipliers.data(), true, true, N, row_index.data()};
+    e.zero_point = 5;
+    GuardedBuffer<uint8_t> out(static_cast<size_t>(M * N));
+    ThreadPool two(2);
+    Gemm(d.plan, M, d.A(c), d.Zero(c), d.packed, e, out.data(), N, &two);
+    for (int64_t m = 0; m < M; ++m) {
+      for (int64_t n = 0; n < N; ++n) {
+        const int32_t sum = WrappingAdd(d.acc[m * N + n], bias[m * N + n]);
+        const int32_t want =
+            ExpectedRequantized(sum, multipliers[row_index[m] * N + n], -128, 127, 5);
+        ASSERT_EQ(static_cast<int8_t>(out[m * N + n]), want)
+            << IsaName(isa()) << " " << Describe(c) << " at " << m << "," << n;
+      }
+    }
+    // Per-row only ([M, 1] C) with one multiplier, float output.
+    Epilogue f;
+    f.output = EpilogueOutput::kFloat;
+    f.bias = {bias.data(), true, false, 1};
+    f.multiplier = {multipliers.data()};
+    GuardedBuffer<float> fout(static_cast<size_t>(M * N));
+    Gemm(d.plan, M, d.A(c), d.Zero(c), d.packed, f, fout.data(), N, nullptr);
+    for (int64_t m = 0; m < M; ++m) {
+      for (int64_t n = 0; n < N; ++n) {
+        const float want =
+            static_cast<float>(WrappingAdd(d.acc[m * N + n], bias[m])) * multipliers[0];
+        ASSERT_EQ(fout[m * N + n], want) << IsaName(isa()) << " " << Describe(c);
+      }
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, GemmIsaTest,
@@ -582,8 +618,7 @@ TEST(GemmIsa, NamesAndDispatch) {
   EXPECT_TRUE(IsaSupported(ActiveIsa()));
   for (Isa isa : {Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni, Isa::kNeonDot}) {
     if (!IsaSupported(isa)) {
-      uint8_t b[4] = {};
-      EXPECT_THROW(PackB(b, true, 2, 2, 2, isa), Error) << IsaName(isa);
+      EXPECT_THROW(PlanGemm(isa, true), Error) << IsaName(isa);
     }
   }
 }

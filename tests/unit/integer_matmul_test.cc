@@ -1,6 +1,6 @@
 // MatMulInteger, QLinearMatMul and com.microsoft MatMulIntegerToFloat /
 // DynamicQuantizeMatMul through the kernel registry, and the requantization
-// epilogue (kernels/int8/requantize.h) on its own. Products are checked
+// epilogue (kernels/int8/epilogue.h) on its own. Products are checked
 // against naive int64 loops written here; requantized values against the
 // documented formula (int_op_test_util.h), hand-worked values, the ONNX
 // backend tests' expected outputs and ONNX Runtime 1.31.1 outputs. The fast
@@ -14,8 +14,8 @@
 
 #include "core/thread_pool.h"
 #include "int_op_test_util.h"
+#include "kernels/int8/epilogue.h"
 #include "kernels/int8/gemm.h"
-#include "kernels/int8/requantize.h"
 
 namespace octet {
 namespace {
@@ -34,41 +34,41 @@ using int_test::ZeroPoints;
 // ---------------------------------------------------------------- epilogue
 
 std::vector<int> RequantizeToInts(const std::vector<int32_t>& acc, int64_t rows, int64_t cols,
-                                  const RequantizeParams& p) {
+                                  const Epilogue& p) {
   std::vector<uint8_t> out(acc.size(), 0xAA);
-  RequantizeS32(acc.data(), cols, rows, cols, p, out.data(), cols);
+  ApplyEpilogueBlock(p, acc.data(), cols, 0, rows, 0, cols, out.data(), cols, ActiveIsa());
   std::vector<int> values;
   for (uint8_t v : out)
-    values.push_back(p.output_type == DType::kInt8 ? static_cast<int8_t>(v) : v);
+    values.push_back(p.output == EpilogueOutput::kInt8 ? static_cast<int8_t>(v) : v);
   return values;
 }
 
 TEST(Requantize, TiesRoundHalfToEven) {
   const float half = 0.5f;
   const std::vector<int32_t> acc = {-7, -5, -3, -1, 1, 3, 5, 7, 9};
-  RequantizeParams p;
-  p.multiplier = &half;
+  Epilogue p;
+  p.multiplier.data = &half;
   p.zero_point = 0;
-  p.output_type = DType::kInt8;
+  p.output = EpilogueOutput::kInt8;
   // -3.5 -2.5 -1.5 -0.5 0.5 1.5 2.5 3.5 4.5, worked by hand.
   EXPECT_EQ(RequantizeToInts(acc, 1, 9, p), (std::vector<int>{-4, -2, -2, 0, 0, 2, 2, 4, 4}));
   p.zero_point = 10;
-  p.output_type = DType::kUInt8;
+  p.output = EpilogueOutput::kUInt8;
   EXPECT_EQ(RequantizeToInts(acc, 1, 9, p), (std::vector<int>{6, 8, 8, 10, 10, 12, 12, 14, 14}));
 }
 
 TEST(Requantize, SaturatesAtZeroPointLimits) {
   const float one = 1.f;
   const std::vector<int32_t> acc = {-1000, -256, -255, -1, 0, 1, 255, 256, 1000};
-  RequantizeParams p;
-  p.multiplier = &one;
-  p.output_type = DType::kUInt8;
+  Epilogue p;
+  p.multiplier.data = &one;
+  p.output = EpilogueOutput::kUInt8;
   p.zero_point = 0;
   EXPECT_EQ(RequantizeToInts(acc, 1, 9, p), (std::vector<int>{0, 0, 0, 0, 0, 1, 255, 255, 255}));
   p.zero_point = 255;
   EXPECT_EQ(RequantizeToInts(acc, 1, 9, p),
             (std::vector<int>{0, 0, 0, 254, 255, 255, 255, 255, 255}));
-  p.output_type = DType::kInt8;
+  p.output = EpilogueOutput::kInt8;
   p.zero_point = -128;
   EXPECT_EQ(RequantizeToInts(acc, 1, 9, p),
             (std::vector<int>{-128, -128, -128, -128, -128, -127, 127, 127, 127}));
@@ -82,14 +82,14 @@ TEST(Requantize, OverflowingAndNaNProductsClampLikeOnnxRuntime) {
   // conversion overflow); multiplier inf with acc 0 (NaN) gives qmin.
   const float huge = 1e30f;
   const float inf = std::numeric_limits<float>::infinity();
-  RequantizeParams p;
+  Epilogue p;
   p.zero_point = 5;
-  p.output_type = DType::kUInt8;
-  p.multiplier = &huge;
+  p.output = EpilogueOutput::kUInt8;
+  p.multiplier.data = &huge;
   EXPECT_EQ(RequantizeToInts({32385, -32385, 0}, 1, 3, p), (std::vector<int>{255, 0, 5}));
-  p.multiplier = &inf;
+  p.multiplier.data = &inf;
   EXPECT_EQ(RequantizeToInts({1, -1, 0}, 1, 3, p), (std::vector<int>{255, 0, 0}));
-  p.output_type = DType::kInt8;
+  p.output = EpilogueOutput::kInt8;
   EXPECT_EQ(RequantizeToInts({1, -1, 0}, 1, 3, p), (std::vector<int>{127, -128, -128}));
 }
 
@@ -98,10 +98,10 @@ TEST(Requantize, BiasIsAddedInInt32BeforeTheFloatConversion) {
   // Converting acc and bias separately would give 2^24 -> 0.5 -> 0.
   const float multiplier = std::ldexp(1.f, -25);
   const int32_t bias = (1 << 24) + 1;
-  RequantizeParams p;
-  p.multiplier = &multiplier;
-  p.bias = &bias;
-  p.output_type = DType::kUInt8;
+  Epilogue p;
+  p.multiplier.data = &multiplier;
+  p.bias.data = &bias;
+  p.output = EpilogueOutput::kUInt8;
   EXPECT_EQ(RequantizeToInts({1}, 1, 1, p), std::vector<int>{1});
 }
 
@@ -111,14 +111,14 @@ TEST(Requantize, PerColumnMultiplierAndBiasWithLeadingDimensions) {
   const int32_t acc[2][4] = {{1, 2, 3, 99}, {-4, 5, -6, 99}};
   uint8_t out[2][5];
   std::memset(out, 0xEE, sizeof(out));
-  RequantizeParams p;
-  p.multiplier = multipliers.data();
-  p.multiplier_per_column = true;
-  p.bias = bias.data();
-  p.bias_per_column = true;
+  Epilogue p;
+  p.multiplier.data = multipliers.data();
+  p.multiplier.per_column = true;
+  p.bias.data = bias.data();
+  p.bias.per_column = true;
   p.zero_point = 100;
-  p.output_type = DType::kUInt8;
-  RequantizeS32(&acc[0][0], 4, 2, 3, p, &out[0][0], 5);
+  p.output = EpilogueOutput::kUInt8;
+  ApplyEpilogueBlock(p, &acc[0][0], 4, 0, 2, 0, 3, &out[0][0], 5, ActiveIsa());
   // (1+1)*0.5=1, (2-2)*1=0, (3+3)*2=12; (-4+1)*0.5=-1.5->-2, (5-2)*1=3, (-6+3)*2=-6.
   EXPECT_EQ(std::vector<int>(out[0], out[0] + 5), (std::vector<int>{101, 100, 112, 0xEE, 0xEE}));
   EXPECT_EQ(std::vector<int>(out[1], out[1] + 5), (std::vector<int>{98, 103, 94, 0xEE, 0xEE}));

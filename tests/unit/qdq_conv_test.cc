@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 #include <string>
 #include <vector>
@@ -15,7 +16,7 @@
 #include "graph_builder.h"
 #include "kernels/int8/conv.h"
 #include "kernels/int8/conv_reference.h"
-#include "kernels/int8/requantize.h"
+#include "kernels/int8/epilogue.h"
 #include "ops/evaluate.h"
 #include "rewrite/qdq_matmul.h"
 #include "rewrite/rewrite.h"
@@ -213,21 +214,23 @@ TEST(QdqConvTest, Int8ConvClampEqualsTheClampedEpilogue) {
       ConvReferenceS32(geo, xo, wo, acc.data());
 
       const float multiplier = 1.f / 900.f;
-      ConvRequantize rq;
-      rq.multipliers = &multiplier;
+      Epilogue rq;
+      rq.output = EightBitOutput(out_type);
+      rq.multiplier = {&multiplier};
       rq.zero_point = out_type == DType::kInt8 ? -5 : 120;
-      rq.output_type = out_type;
       rq.y_min = rq.zero_point;  // a Relu
       rq.y_max = rq.zero_point + 60;
-      const Int8Conv conv(geo, wo);
+      const Int8Conv conv(geo, wo, ActiveIsa());
       std::vector<uint8_t> y(n);
-      conv.RunRequantized(geo, xo, rq, y.data(), nullptr);
+      conv.Run(geo, xo, rq, y.data(), nullptr);
       const int32_t qmin = out_type == DType::kInt8 ? -128 : 0;
       const float lo = static_cast<float>(qmin - rq.zero_point);
       const float hi = static_cast<float>(qmin + 255 - rq.zero_point);
       int clamped = 0;
       for (int64_t i = 0; i < n; ++i) {
-        const int32_t full = RequantizeValue(acc[i], multiplier, lo, hi, rq.zero_point);
+        // The type's clamp alone (docs/epilogue.md), then the Relu's.
+        const float v = std::min(std::max(static_cast<float>(acc[i]) * multiplier, lo), hi);
+        const int32_t full = static_cast<int32_t>(std::nearbyint(v)) + rq.zero_point;
         const int32_t want = std::clamp(full, rq.y_min, rq.y_max);
         clamped += want != full;
         const int32_t got = out_type == DType::kInt8 ? static_cast<int8_t>(y[i]) : y[i];

@@ -2,42 +2,53 @@
 
 #include <algorithm>
 #include <cstring>
-#include <functional>
+#include <tuple>
+#include <vector>
 
 #include "core/error.h"
+#include "core/quant.h"
 #include "core/thread_pool.h"
 #include "kernels/int8/conv_depthwise.h"
+#include "kernels/int8/conv_indirect.h"
 #include "kernels/int8/conv_pack.h"
 #include "kernels/int8/gemm.h"
-#include "kernels/int8/gemm_pack.h"
-#include "kernels/int8/requantize.h"
+#include "kernels/int8/gemm_kernels.h"
 
 namespace octet {
 
+namespace conv {
+
+// One way of computing a convolution, chosen once per weight; owns what it
+// packed from the weights.
+class Path {
+ public:
+  virtual ~Path() = default;
+  virtual void Run(const ConvGeometry& g, const Int8ConvOperand& x, const Epilogue& e, void* y,
+                   ThreadPool* pool) const = 0;
+  virtual const char* name() const = 0;
+};
+
+}  // namespace conv
+
 namespace {
 
-using gemm::kGroup;
+using gemm::MicroKernel;
 using gemm::TileArgs;
-using gemm::TileFn;
-using gemm::TileFnFor;
-using gemm::TileShape;
 
 // Blocking, fixed by the shape (and, for the output-channel split, whether
 // there is more than one thread; the sums are exact, so results never depend
-// on it). A block of output
-// pixels is packed at once: at most kPackBytes of packed im2col (it stays in
-// L2) and at most kMaxBlockPixels pixels. k is cut into blocks of kKcGroups
-// groups so a B micro-panel (nr x 512 bytes) stays in L1 while the weight
-// panels stream from L2, as in the GEMM.
+// on it). A block of output pixels is packed at once: at most kPackBytes of
+// packed im2col (it stays in L2) and at most kMaxBlockPixels pixels. k is cut
+// into blocks of kBlockK so a B micro-panel (nr x kBlockK bytes) stays in L1
+// while the weight panels stream from L2, as in the GEMM.
 constexpr int64_t kPackBytes = 192 * 1024;
 constexpr int64_t kMaxBlockPixels = 256;
-constexpr int64_t kKcGroups = 512 / kGroup;
-// The requantizing tile (conv_pack.h) runs all of k at once: up to 1024 k, a
-// 32 KiB x panel (L1) -- every 1x1 convolution of the detector.
-constexpr int64_t kRequantTileMaxGroups = 1024 / kGroup;
+constexpr int64_t kBlockK = 512;
+// The AVX-512 requantizing tile (conv_pack.h) runs all of k at once: up to 1024
+// k, a 32 KiB x panel (L1) -- every 1x1 convolution of the detector.
+constexpr int64_t kRequantTileMaxK = 1024;
 // Output channels are computed kAccChunkBytes of int32 accumulators at a time
-// (at least one row panel) and written out at once, so the int32 scratch stays
-// in L1 (larger chunks measured no faster; docs/conv.md).
+// (at least one row panel), so the partial sums between k blocks stay in L1.
 constexpr int64_t kAccChunkBytes = 16 * 1024;
 // Convolutions with fewer multiply-adds are not cut into more blocks for the
 // threads: handing work to another costs more than it saves (the detector's
@@ -64,17 +75,18 @@ int SplitThreads(const ConvGeometry& g, int64_t k, const ThreadPool* pool) {
   return pool->num_threads();
 }
 
-// NHWC indirect path: a work item is a band of whole micro-tiles whose
-// padded NHWC input rows take at most about kBandBytes, so the band built
-// right before its tiles is still in L2 when they read it.
+// NHWC paths: a work item is a band of whole micro-tiles whose padded NHWC
+// input rows take at most about kBandBytes, so the band built right before its
+// tiles is still in L2 when they read it.
 constexpr int64_t kBandBytes = 96 * 1024;
 
 // Per-thread buffers reused across runs.
 struct Scratch {
   std::vector<uint8_t> packed_b;
-  std::vector<int8_t> rows;  // 4 im2col rows of the block
-  std::vector<int32_t> col_sum, col_term, col_zb, acc;
+  std::vector<int8_t> rows;  // k_group im2col rows of the block
+  std::vector<int32_t> col_sum, col_term, col_zb, partial;
   std::vector<int32_t> plane;              // depthwise input channel
+  std::vector<int32_t> acc;                // depthwise output rows
   std::vector<uint8_t> phases;             // the group's phase planes (conv_pack.h)
   std::vector<uint8_t> band;               // the NHWC paths' padded input rows
   std::vector<const uint8_t*> band_bases;  // their micro-tiles' pixel base positions
@@ -84,34 +96,41 @@ Scratch& ThreadScratch() {
   return scratch;
 }
 
-// The calling thread's per-run buffers of the indirect path, shared by the
-// pool's threads during the run: the runs' offsets and the per-channel
-// constants.
-struct IndirectRunScratch {
+// The calling thread's per-run buffers, shared by the pool's threads during the
+// run: the runs' offsets and the per-channel constants.
+struct RunScratch {
   std::vector<int64_t> run_offsets;
-  std::vector<int32_t> bias;
+  std::vector<int32_t> bias, row_offset, zeros;
   std::vector<float> multipliers;
 };
-IndirectRunScratch& ThreadIndirectRunScratch() {
-  thread_local IndirectRunScratch scratch;
+RunScratch& ThreadRunScratch() {
+  thread_local RunScratch scratch;
   return scratch;
 }
 
-// The register-requantizing tiles' clamp (relative to the zero point) and
-// output type, from requantize.h's params.
-struct TileRequant {
-  float lo = 0, hi = 0;
-  int32_t zero_point = 0;
-  bool signed_output = false;
-};
-TileRequant TileRequantFor(const ConvRequantize& rq) {
-  RequantizeParams params;
-  params.zero_point = rq.zero_point;
-  params.output_type = rq.output_type;
-  params.y_min = rq.y_min;
-  params.y_max = rq.y_max;
-  const auto [lo, hi] = RequantizeFloatClamp(params);
-  return {lo, hi, params.zero_point, params.output_type == DType::kInt8};
+// The convolution's epilogue in the tile form of the AVX-512 register paths
+// (conv_requant.h): for output channels [0, channels) of `size` entries (the
+// rest 0), the bias plus term(o) (int32, wrapping) and, for 8-bit outputs, the
+// multiplier; the clamp.
+template <typename TermFn>
+conv::ChannelRequant ChannelRequantFor(const Epilogue& e, int64_t channels, int64_t size,
+                                       const TermFn& term, RunScratch& run) {
+  run.bias.assign(size, 0);
+  run.multipliers.assign(e.is_8bit() ? size : 0, 0.0f);
+  for (int64_t o = 0; o < channels; ++o) {
+    const uint32_t bias = e.bias.present() ? static_cast<uint32_t>(e.bias.At(o, 0)) : 0u;
+    run.bias[o] = static_cast<int32_t>(bias + static_cast<uint32_t>(term(o)));
+    if (e.is_8bit()) run.multipliers[o] = e.multiplier.At(o, 0);
+  }
+  conv::ChannelRequant rq;
+  rq.bias = run.bias.data();
+  if (e.is_8bit()) {
+    rq.multipliers = run.multipliers.data();
+    std::tie(rq.lo, rq.hi) = EpilogueFloatClamp(e);
+    rq.zero_point = e.zero_point;
+    rq.signed_output = e.output == EpilogueOutput::kInt8;
+  }
+  return rq;
 }
 
 #if defined(__x86_64__) || defined(_M_X64)
@@ -181,22 +200,6 @@ void BuildBand(const ConvGeometry& g, const PaddedImage& im, const uint8_t* x_it
       std::fill_n(row + g.in_w * pb, right_pad * pb, im.zb);
       rearrange(x_plane + r * g.in_w, g.in_w, row);
     }
-  }
-}
-
-// Per output channel (the first `channels` of `size` entries, the rest 0):
-// bias - zb * colsum(w) (int32 wrap-around, as everywhere), and the
-// multiplier when the output is requantized.
-void BandChannelConstants(const ConvRequantize* rq, const int32_t* row_bias,
-                          const std::vector<int32_t>& col_sum, int64_t channels, int64_t size,
-                          uint8_t zb, IndirectRunScratch& run) {
-  run.bias.assign(size, 0);
-  run.multipliers.assign(size, 0.0f);
-  for (int64_t o = 0; o < channels; ++o) {
-    const uint32_t bias = row_bias ? static_cast<uint32_t>(row_bias[o]) : 0u;
-    run.bias[o] =
-        static_cast<int32_t>(bias - static_cast<uint32_t>(zb) * static_cast<uint32_t>(col_sum[o]));
-    if (rq != nullptr) run.multipliers[o] = rq->multipliers[rq->per_channel ? o : 0];
   }
 }
 
@@ -293,50 +296,454 @@ void ForEachBandTile(const ConvGeometry& g, const uint8_t* x_bytes, const Padded
 }
 #endif
 
-}  // namespace
+// ---- gemm: im2col packed straight into the micro-kernel's B panels ----------
 
-struct Int8Conv::Output {
-  int32_t* s32 = nullptr;  // RunS32
-  uint8_t* q = nullptr;    // RunRequantized: rq's output, with requantize_row
-  const ConvRequantize* rq = nullptr;
-  requant::RequantizeRowFn requantize_row = nullptr;
-  // Added (int32, wrapping) to output channel o's accumulators: rq's bias, or
-  // the bias plus the unsigned-B path's zero-point term; may be null.
-  const int32_t* row_bias = nullptr;
-
-  // rows x cols accumulators (leading dimension ld_acc) of output channels
-  // [channel, channel + rows) go to element `offset` onward, rows `ld` apart.
-  void Write(const int32_t* acc, int64_t ld_acc, int64_t channel, int64_t rows, int64_t cols,
-             int64_t offset, int64_t ld) const {
-    if (s32 != nullptr) {
-      for (int64_t r = 0; r < rows; ++r) {
-        int32_t* y = s32 + offset + r * ld;
-        if (row_bias == nullptr) {
-          std::copy_n(acc + r * ld_acc, cols, y);
-          continue;
-        }
-        const uint32_t add = static_cast<uint32_t>(row_bias[channel + r]);
-        for (int64_t i = 0; i < cols; ++i)
-          y[i] = static_cast<int32_t>(static_cast<uint32_t>(acc[r * ld_acc + i]) + add);
-      }
-      return;
+class GemmPath : public conv::Path {
+ public:
+  GemmPath(const ConvGeometry& shape, const Int8ConvOperand& w, int64_t k, bool zero_w_zero,
+           Isa isa)
+      : kernel_(KernelFor(isa, w.is_signed, zero_w_zero)), k_(k) {
+    const int g_size = kernel_.k_group;
+    k_groups_ = CeilDiv(k_, g_size);
+    const int64_t out_per_group = shape.out_channels / shape.group;
+    const int64_t value_bytes = gemm::ADomainBytes(kernel_.a_domain);
+    packed_w_.resize(shape.out_channels * k_groups_ * g_size * value_bytes);
+    row_neg_za_.resize(shape.out_channels);
+    row_neg_sum_.resize(shape.out_channels);
+    const auto* bytes = static_cast<const uint8_t*>(w.data);
+    for (int64_t gi = 0; gi < shape.group; ++gi) {
+      const int64_t o0 = gi * out_per_group;
+      gemm::PackA(kernel_, bytes + o0 * k_, w.is_signed, k_, 0, out_per_group, k_,
+                  packed_w_.data() + o0 * k_groups_ * g_size * value_bytes,
+                  row_neg_sum_.data() + o0);
     }
-    RequantizeParams params;
-    params.zero_point = rq->zero_point;
-    params.output_type = rq->output_type;
-    params.y_min = rq->y_min;
-    params.y_max = rq->y_max;
-    for (int64_t r = 0; r < rows; ++r) {
-      const int64_t o = channel + r;
-      params.multiplier = rq->multipliers + (rq->per_channel ? o : 0);
-      params.bias = row_bias ? row_bias + o : nullptr;
-      requantize_row(acc + r * ld_acc, 0, cols, params, q + offset + r * ld);
+    const int32_t sa = gemm::AShift(kernel_, w.is_signed);
+    for (int64_t o = 0; o < shape.out_channels; ++o) {
+      const int32_t zw = w.zero ? w.zero[w.zero_per_channel ? o : 0] : 0;
+      row_neg_za_[o] = static_cast<int32_t>(0u - static_cast<uint32_t>(zw + sa));
+      row_neg_sum_[o] = static_cast<int32_t>(0u - static_cast<uint32_t>(row_neg_sum_[o]));
+      needs_col_sums_ |= row_neg_za_[o] != 0;
     }
   }
+
+  const char* name() const override { return "gemm"; }
+
+  void Run(const ConvGeometry& g, const Int8ConvOperand& x, const Epilogue& e, void* y,
+           ThreadPool* pool) const override;
+
+ private:
+  // int8 weights with zero points 0 on AVX-512 VNNI run as vpdpbusd's signed
+  // operand against uint8 x (gemm_s8u8): sum w (x - zx) = sum w x - zx rowsum(w)
+  // needs no column sums, the second term being a per-channel constant.
+  static const MicroKernel& KernelFor(Isa isa, bool w_signed, bool zero_w_zero) {
+    if (isa == Isa::kAvx512Vnni && zero_w_zero)
+      return gemm::MicroKernelNamed("gemm_s8u8_8x32c4_avx512vnni");
+    return *PlanGemm(isa, w_signed).packed;
+  }
+
+  const MicroKernel& kernel_;
+  int64_t k_ = 0;         // in_channels / group * kernel_h * kernel_w
+  int64_t k_groups_ = 0;  // k_ in the kernel's groups
+  // Per group, the packed weight panels (the kernel's A layout), and per output
+  // channel -(w_zero in the A domain) and -(row sum of the stored weights).
+  std::vector<uint8_t> packed_w_;
+  std::vector<int32_t> row_neg_za_, row_neg_sum_;
+  bool needs_col_sums_ = false;  // some w_zero' != 0: the correction needs x's column sums
 };
 
-Int8Conv::Int8Conv(const ConvGeometry& shape, const Int8ConvOperand& w, Isa isa)
-    : shape_(shape), isa_(isa) {
+void GemmPath::Run(const ConvGeometry& g, const Int8ConvOperand& x, const Epilogue& e, void* y,
+                   ThreadPool* pool) const {
+  const MicroKernel& kernel = kernel_;
+  const int mr = kernel.mr, nr = kernel.nr, g_size = kernel.k_group;
+  const int64_t value_bytes = gemm::ADomainBytes(kernel.a_domain);
+  const int64_t pixels = g.out_h * g.out_w, in_plane = g.in_h * g.in_w;
+  const int64_t in_per_group = g.in_channels / g.group, out_per_group = g.out_channels / g.group;
+  const int64_t kg = k_groups_;
+
+  // Pixel blocks of whole nr-column panels; with fewer (batch, group, pixel
+  // block) items than threads, the output channels are split too (each part
+  // packs the block again, so one thread never splits).
+  const int threads = SplitThreads(g, k_, pool);
+  const int64_t fit = kPackBytes / std::max<int64_t>(1, kg * g_size) / nr;
+  const int64_t pixel_panels = CeilDiv(pixels, nr);
+  const int64_t pixel_blocks =
+      BalancedBlocks(pixel_panels, std::clamp<int64_t>(fit, 1, kMaxBlockPixels / nr), threads);
+  const int64_t outer_items = g.batch * g.group * pixel_blocks;
+  int64_t block_rows = out_per_group;
+  if (outer_items < threads) {
+    const int64_t parts = CeilDiv(threads, outer_items);
+    block_rows = std::max<int64_t>(mr, CeilDiv(CeilDiv(out_per_group, parts), mr) * mr);
+  }
+  const int64_t row_blocks = std::max<int64_t>(1, CeilDiv(out_per_group, block_rows));
+
+  // The B domain (the kernel's): int8 (uint8 x stored as x - 128) or uint8
+  // (int8 x stored as x + 128); zb is the x zero point in it and pads the image.
+  const bool unsigned_b = kernel.b_domain == gemm::BDomain::kUnsigned8;
+  const uint8_t flip = x.is_signed == unsigned_b ? 0x80 : 0;
+  const int32_t zb = (x.zero ? x.zero[0] : 0) + gemm::BShift(kernel, x.is_signed);
+  // Without column sums the correction is -zb rowsum(w) per channel: the tiles'
+  // per-tensor form with zero column offsets and these row offsets.
+  RunScratch& run = ThreadRunScratch();
+  if (!needs_col_sums_) {
+    run.row_offset.resize(g.out_channels);
+    for (int64_t o = 0; o < g.out_channels; ++o)
+      run.row_offset[o] =
+          static_cast<int32_t>(static_cast<uint32_t>(row_neg_sum_[o]) * static_cast<uint32_t>(zb));
+    run.zeros.assign(nr, 0);
+  }
+  const auto* x_bytes = static_cast<const uint8_t*>(x.data);
+  const uint8_t* packed_w = packed_w_.data();
+  const int64_t out_size = e.element_size();
+  auto* const y_bytes = static_cast<uint8_t*>(y);
+#if defined(__x86_64__) || defined(_M_X64)
+  const bool vnni = kernel.isa == Isa::kAvx512Vnni;  // the packer's AVX-512 VNNI form
+  const auto pack = vnni ? conv::PackIm2colAvx512Vnni : conv::PackIm2col;
+  const bool phase_planes = vnni && conv::UsesPhasePlanes(g);
+  // Requantized unsigned-B runs whose x panel (nr x k bytes) fits L1 take the
+  // requantizing tile (conv_pack.h RequantTile) over all of k.
+  const bool requant_tiles = unsigned_b && e.is_8bit() && k_ <= kRequantTileMaxK;
+  conv::RequantTile requant_proto;
+  if (requant_tiles) {
+    requant_proto.requant = ChannelRequantFor(
+        e, g.out_channels, g.out_channels,
+        [&](int64_t o) { return !needs_col_sums_ ? run.row_offset[o] : 0; }, run);
+    requant_proto.k_groups = kg;
+    requant_proto.ld = pixels;
+  }
+#else
+  const auto pack = conv::PackIm2col;
+#endif
+
+  ParallelFor(pool, outer_items * row_blocks, [&](int64_t t0, int64_t t1) {
+    Scratch& sc = ThreadScratch();
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t rb = t % row_blocks, item = t / row_blocks;
+      const int64_t pb = item % pixel_blocks, ng = item / pixel_blocks;
+      const int64_t gi = ng % g.group, n = ng / g.group;
+      const int64_t p0 = BlockBegin(pb, pixel_panels, pixel_blocks) * nr;
+      const int64_t count =
+          std::min(pixels, BlockBegin(pb + 1, pixel_panels, pixel_blocks) * nr) - p0;
+      const int64_t cols = CeilDiv(count, nr) * nr, panels = cols / nr;
+      const int64_t m0 = rb * block_rows, m1 = std::min(out_per_group, m0 + block_rows);
+
+      // Pack the block's im2col columns (k = (c, ky, kx), as in w) with their sums.
+      sc.packed_b.resize(kg * g_size * cols);
+      sc.rows.resize(g_size * cols);
+      sc.col_sum.resize(cols);
+      auto* packed_b = reinterpret_cast<int8_t*>(sc.packed_b.data());
+      conv::Im2colBlock block{&g,    x_bytes + (n * g.in_channels + gi * in_per_group) * in_plane,
+                              k_,    p0,
+                              count, cols,
+                              nr,    g_size,
+                              flip,  static_cast<int8_t>(zb)};
+#if defined(__x86_64__) || defined(_M_X64)
+      if (phase_planes) {
+        sc.phases.resize(in_per_group * g.stride_h * g.stride_w * conv::PhasePlaneSize(g));
+        conv::BuildPhasePlanesAvx512Vnni(g, block.x_group, in_per_group, p0, count,
+                                         sc.phases.data());
+        block.phases = sc.phases.data();
+      }
+#endif
+      if (!needs_col_sums_) {
+        pack(block, sc.rows.data(), packed_b, nullptr);
+      } else {
+        pack(block, sc.rows.data(), packed_b, sc.col_sum.data());
+        sc.col_term.resize(cols);
+        sc.col_zb.assign(cols, zb);
+        for (int64_t j = 0; j < cols; ++j) {
+          sc.col_term[j] =
+              static_cast<int32_t>(static_cast<uint32_t>(sc.col_sum[j]) -
+                                   static_cast<uint32_t>(k_) * static_cast<uint32_t>(zb));
+        }
+      }
+
+      const int64_t o_base = gi * out_per_group;
+      uint8_t* const y_block = y_bytes + ((n * g.out_channels + o_base) * pixels + p0) * out_size;
+#if defined(__x86_64__) || defined(_M_X64)
+      if (requant_tiles) {
+        // Each x panel stays in L1 while the weight panels stream past it.
+        conv::RequantTile tile_args = requant_proto;
+        for (int64_t q = 0; q < panels; ++q) {
+          tile_args.b = sc.packed_b.data() + q * kg * nr * g_size;
+          tile_args.count = std::min<int64_t>(nr, count - q * nr);
+          for (int64_t m = m0; m < m1; m += mr) {
+            const int rows = static_cast<int>(std::min<int64_t>(mr, out_per_group - m));
+            tile_args.a = packed_w + (o_base + m) * kg * g_size;
+            tile_args.requant.bias = requant_proto.requant.bias + o_base + m;
+            tile_args.requant.multipliers = requant_proto.requant.multipliers + o_base + m;
+            tile_args.y = y_block + m * pixels + q * nr;
+            conv::RequantTileAvx512Vnni(rows, tile_args);
+          }
+        }
+        continue;
+      }
+#endif
+      // Rows m0..m1 of the group x cols = W_group * packed block, a chunk of
+      // rows at a time, their partial sums between k blocks kept in L1.
+      const int64_t kc = std::max<int64_t>(1, kBlockK / g_size);
+      const int64_t chunk_rows =
+          kg <= kc ? m1 - m0 : std::max<int64_t>(mr, kAccChunkBytes / (cols * 4) / mr * mr);
+      if (kg > kc) sc.partial.resize(std::min(chunk_rows, m1 - m0) * cols);
+      for (int64_t c0 = m0; c0 < m1; c0 += chunk_rows) {
+        const int64_t c1 = std::min(m1, c0 + chunk_rows);
+        for (int64_t g0 = 0; g0 < std::max<int64_t>(kg, 1); g0 += kc) {
+          const int64_t groups = std::min(kc, kg - g0);
+          const bool first = g0 == 0, last = g0 + kc >= kg;
+          for (int64_t q = 0; q < panels; ++q) {
+            for (int64_t m = c0; m < c1; m += mr) {
+              const int rows = static_cast<int>(std::min<int64_t>(mr, out_per_group - m));
+              const int64_t o = o_base + m;
+              TileArgs args;
+              args.a = packed_w + (o * kg + g0 * rows) * g_size * value_bytes;
+              args.b = packed_b + (q * kg + g0) * nr * g_size;
+              args.k_groups = groups;
+              args.accumulate = !first;
+              args.last = last;
+              if (kg > kc) {
+                args.partial = sc.partial.data() + (m - c0) * cols + q * nr;
+                args.partial_ld = cols;
+              }
+              if (last) {
+                if (needs_col_sums_) {
+                  args.row_neg_za = row_neg_za_.data() + o;
+                  args.row_neg_sum = row_neg_sum_.data() + o;
+                  args.col_term = sc.col_term.data() + q * nr;
+                  args.col_zb = sc.col_zb.data() + q * nr;
+                } else {
+                  args.col_offset = run.zeros.data();
+                  args.row_offset = run.row_offset.data() + o;
+                }
+                args.epilogue = &e;
+                args.row0 = o;
+                args.col0 = p0 + q * nr;
+                args.out = y_block + (m * pixels + q * nr) * out_size;
+                args.ld_out = pixels;
+                args.cols = static_cast<int>(std::min<int64_t>(nr, count - q * nr));
+              }
+              kernel.tile(rows, args);
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
+// ---- depthwise: a direct plane kernel per channel --------------------------
+
+class DepthwisePath : public conv::Path {
+ public:
+  DepthwisePath(const ConvGeometry& shape, const Int8ConvOperand& w, Isa isa) : isa_(isa) {
+    const int64_t taps = shape.kernel_h * shape.kernel_w;
+    const auto* bytes = static_cast<const uint8_t*>(w.data);
+    taps_.resize(shape.out_channels * taps);
+    for (int64_t o = 0; o < shape.out_channels; ++o) {
+      const int32_t zw = w.zero ? w.zero[w.zero_per_channel ? o : 0] : 0;
+      for (int64_t t = 0; t < taps; ++t) {
+        const uint8_t b = bytes[o * taps + t];
+        taps_[o * taps + t] = (w.is_signed ? static_cast<int8_t>(b) : b) - zw;
+      }
+    }
+  }
+
+  const char* name() const override { return "depthwise"; }
+
+  void Run(const ConvGeometry& g, const Int8ConvOperand& x, const Epilogue& e, void* y,
+           ThreadPool* pool) const override {
+    const int64_t pixels = g.out_h * g.out_w, in_plane = g.in_h * g.in_w;
+    const int64_t out_per_group = g.out_channels / g.group, taps = g.kernel_h * g.kernel_w;
+    const int64_t phase_len = conv::DepthwisePhaseLength(g), row_len = g.stride_w * phase_len;
+    const int32_t x_zero = x.zero ? x.zero[0] : 0;
+    const auto* x_bytes = static_cast<const uint8_t*>(x.data);
+    std::vector<int64_t> tap_offsets(g.kernel_w);
+    conv::DepthwiseTapOffsets(g, phase_len, tap_offsets.data());
+#if defined(__x86_64__) || defined(_M_X64)
+    const bool vnni = isa_ == Isa::kAvx512Vnni;
+    const auto build_plane = vnni ? conv::BuildDepthwisePlaneAvx512 : conv::BuildDepthwisePlane;
+    const auto channel_fn = vnni ? conv::DepthwiseChannelAvx512Vnni : conv::DepthwiseChannelScalar;
+#else
+    const bool vnni = false;
+    const auto build_plane = conv::BuildDepthwisePlane;
+    const auto channel_fn = conv::DepthwiseChannelScalar;
+#endif
+    const epilogue::RowFn finish_row = epilogue::RowFnFor(isa_);
+    const int64_t out_size = e.element_size();
+    auto* const y_bytes = static_cast<uint8_t*>(y);
+    // Output rows are computed in bands of about kAccChunkBytes of accumulators,
+    // each finished while in L1.
+    const int64_t band_rows = std::clamp<int64_t>(kAccChunkBytes / (4 * g.out_w), 1, g.out_h);
+    // One item per (batch, input channel): its plane serves each of its output channels.
+    ParallelFor(pool, g.batch * g.group, [&](int64_t t0, int64_t t1) {
+      Scratch& sc = ThreadScratch();
+      // The plane's rows follow `padding.top` zero rows and precede `padding.bottom`.
+      const conv::DepthwisePaddingRows padding =
+          vnni ? conv::DepthwisePadding(g) : conv::DepthwisePaddingRows{0, 0};
+      sc.plane.resize((padding.top + g.in_h + padding.bottom) * row_len);
+      int32_t* plane_rows = sc.plane.data() + padding.top * row_len;
+      std::fill_n(sc.plane.data(), padding.top * row_len, 0);
+      std::fill_n(plane_rows + g.in_h * row_len, padding.bottom * row_len, 0);
+      sc.acc.resize(band_rows * g.out_w);
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t n = t / g.group, c = t % g.group;
+        build_plane(g, x_bytes + (n * g.in_channels + c) * in_plane, x.is_signed, x_zero,
+                    plane_rows);
+        const conv::DepthwisePlane plane{plane_rows, row_len, phase_len, tap_offsets.data()};
+        for (int64_t j = 0; j < out_per_group; ++j) {
+          const int64_t o = c * out_per_group + j;
+          for (int64_t oy = 0; oy < g.out_h; oy += band_rows) {
+            const int64_t rows = std::min(band_rows, g.out_h - oy);
+            channel_fn(g, plane, taps_.data() + o * taps, oy, oy + rows, sc.acc.data());
+            finish_row(e, sc.acc.data(), o, oy * g.out_w, rows * g.out_w,
+                       y_bytes + ((n * g.out_channels + o) * pixels + oy * g.out_w) * out_size);
+          }
+        }
+      }
+    });
+  }
+
+ private:
+  Isa isa_;
+  std::vector<int32_t> taps_;  // w - w_zero per output channel and tap
+};
+
+#if defined(__x86_64__) || defined(_M_X64)
+
+// ---- indirect: NHWC bands, an indirect micro-kernel (AVX-512 VNNI) ----------
+
+class IndirectPath : public conv::Path {
+ public:
+  IndirectPath(const ConvGeometry& shape, const Int8ConvOperand& w, int64_t k)
+      : k_(k),
+        w_(conv::PackIndirectWeights(static_cast<const int8_t*>(w.data), shape.out_channels,
+                                     shape.in_channels, shape.kernel_h * shape.kernel_w)) {}
+
+  const char* name() const override { return "indirect"; }
+
+  void Run(const ConvGeometry& g, const Int8ConvOperand& x, const Epilogue& e, void* y,
+           ThreadPool* pool) const override {
+    const conv::IndirectWeights& iw = w_;
+    const int64_t cp = iw.cp, width = iw.panel_width, pixels = g.out_h * g.out_w;
+    const PaddedImage im = PaddedImageFor(g, x, cp, cp);
+    RunScratch& run = ThreadRunScratch();
+
+    // The runs of contiguous input bytes of one output pixel: one per kernel
+    // row (its kernel_w taps are adjacent) when dilation_w is 1, else one per tap.
+    std::vector<int64_t>& run_offsets = run.run_offsets;
+    run_offsets.clear();
+    for (int64_t ky = 0; ky < g.kernel_h; ++ky) {
+      for (int64_t kx = 0; kx < (g.dilation_w == 1 ? 1 : g.kernel_w); ++kx)
+        run_offsets.push_back(ky * g.dilation_h * im.row_bytes + kx * g.dilation_w * cp);
+    }
+    conv::IndirectTile proto;
+    // The sums are sum w * x': the bias absorbs -zb * colsum(w). The panels'
+    // padding channels and the 8 more a last half vector reads are 0.
+    proto.requant = ChannelRequantFor(
+        e, g.out_channels, iw.panels * width + 8,
+        [&](int64_t o) {
+          return static_cast<int32_t>(0u - static_cast<uint32_t>(im.zb) *
+                                               static_cast<uint32_t>(iw.col_sum[o]));
+        },
+        run);
+    proto.run_offsets = run_offsets.data();
+    proto.runs = static_cast<int64_t>(run_offsets.size());
+    proto.run_groups = (g.dilation_w == 1 ? g.kernel_w : 1) * cp / 4;
+    proto.ld = pixels;
+    const int64_t out_size = e.element_size();
+    auto* const y_bytes = static_cast<uint8_t*>(y);
+    ForEachBandTile<conv::kIndirectPixels, false>(
+        g, static_cast<const uint8_t*>(x.data), im, iw.panels, SplitThreads(g, k_, pool), pool,
+        [&] {
+          return [&, tile = proto](const uint8_t* const* base, int64_t n, int64_t p, int64_t count,
+                                   int64_t q0, int64_t q1, int64_t) mutable {
+            tile.pixels = base;
+            tile.count = count;
+            for (int64_t q = q0; q < q1; ++q) {
+              const int64_t o = q * width;
+              tile.w = iw.packed.data() + q * g.kernel_h * g.kernel_w * cp * width;
+              tile.requant.bias = proto.requant.bias + o;
+              if (proto.requant.multipliers)
+                tile.requant.multipliers = proto.requant.multipliers + o;
+              tile.y = y_bytes + ((n * g.out_channels + o) * pixels + p) * out_size;
+              tile.channels = std::min(width, g.out_channels - o);
+              conv::IndirectTileAvx512Vnni(width, tile);
+            }
+          };
+        });
+  }
+
+ private:
+  int64_t k_;
+  conv::IndirectWeights w_;
+};
+
+// ---- depthwise_vector: 16 channels per vector (AVX-512 VNNI) ----------------
+
+class DepthwiseVectorPath : public conv::Path {
+ public:
+  DepthwiseVectorPath(const ConvGeometry& shape, const Int8ConvOperand& w, int64_t k, Isa isa)
+      : k_(k),
+        w_(conv::PackDepthwiseVectorWeights(static_cast<const int8_t*>(w.data), shape.out_channels,
+                                            shape.kernel_h * shape.kernel_w)),
+        int32_path_(shape, w, isa) {}
+
+  const char* name() const override { return "depthwise_vector"; }
+
+  void Run(const ConvGeometry& g, const Int8ConvOperand& x, const Epilogue& e, void* y,
+           ThreadPool* pool) const override {
+    if (!e.is_8bit()) return int32_path_.Run(g, x, e, y, pool);
+    const conv::DepthwiseVectorWeights& dw = w_;
+    const int64_t pixels = g.out_h * g.out_w, taps = g.kernel_h * g.kernel_w, blocks = dw.cp / 16;
+    const PaddedImage im = PaddedImageFor(g, x, dw.cp, 16);
+    RunScratch& run = ThreadRunScratch();
+    std::vector<int64_t>& tap_offsets = run.run_offsets;
+    tap_offsets.clear();
+    for (int64_t ky = 0; ky < g.kernel_h; ++ky) {
+      for (int64_t kx = 0; kx < g.kernel_w; ++kx)
+        tap_offsets.push_back((ky * g.dilation_h * im.padded_w + kx * g.dilation_w) * 16);
+    }
+    conv::DepthwiseVectorTile proto;
+    proto.requant = ChannelRequantFor(
+        e, g.out_channels, dw.cp,
+        [&](int64_t o) {
+          return static_cast<int32_t>(0u - static_cast<uint32_t>(im.zb) *
+                                               static_cast<uint32_t>(dw.col_sum[o]));
+        },
+        run);
+    proto.tap_offsets = tap_offsets.data();
+    proto.taps = taps;
+    proto.ld = pixels;
+    auto* const y_bytes = static_cast<uint8_t*>(y);
+    ForEachBandTile<conv::kDepthwiseVectorPixels, true>(
+        g, static_cast<const uint8_t*>(x.data), im, blocks, SplitThreads(g, k_, pool), pool, [&] {
+          return [&, tile = proto](const uint8_t* const* base, int64_t n, int64_t p, int64_t count,
+                                   int64_t q0, int64_t q1, int64_t plane_stride) mutable {
+            tile.pixels = base;
+            tile.count = count;
+            for (int64_t q = q0; q < q1; ++q) {
+              const int64_t c = 16 * q;
+              tile.pixel_offset = q * plane_stride;
+              tile.w = dw.packed.data() + q * taps * 4 * 64;
+              tile.requant.bias = proto.requant.bias + c;
+              tile.requant.multipliers = proto.requant.multipliers + c;
+              tile.y = y_bytes + (n * g.out_channels + c) * pixels + p;
+              tile.channels = std::min<int64_t>(16, g.out_channels - c);
+              conv::DepthwiseVectorTileAvx512Vnni(tile);
+            }
+          };
+        });
+  }
+
+ private:
+  int64_t k_;
+  conv::DepthwiseVectorWeights w_;
+  DepthwisePath int32_path_;  // int32 outputs (ConvInteger)
+};
+
+#endif
+
+}  // namespace
+
+Int8Conv::Int8Conv(const ConvGeometry& shape, const Int8ConvOperand& w, Isa isa) : shape_(shape) {
   OCTET_CHECK(shape.group >= 1 && shape.in_channels % shape.group == 0 &&
                   shape.out_channels % shape.group == 0,
               "int8 convolution: group ", shape.group, " does not divide in_channels ",
@@ -346,83 +753,39 @@ Int8Conv::Int8Conv(const ConvGeometry& shape, const Int8ConvOperand& w, Isa isa)
   const int64_t in_per_group = shape.in_channels / shape.group;
   const int64_t out_per_group = shape.out_channels / shape.group;
   const int64_t taps = shape.kernel_h * shape.kernel_w;
-  k_ = in_per_group * taps;
-  OCTET_CHECK(k_ <= kGemmMaxK, "int8 convolution: ", in_per_group, " input channels x ", taps,
-              " kernel taps = ", k_, " products per output exceed ", kGemmMaxK,
+  const int64_t k = in_per_group * taps;
+  OCTET_CHECK(k <= kGemmMaxK, "int8 convolution: ", in_per_group, " input channels x ", taps,
+              " kernel taps = ", k, " products per output exceed ", kGemmMaxK,
               ", the largest count whose int32 accumulation is exact for all 8-bit inputs");
-  k_groups_ = CeilDiv(k_, kGroup);
-  const auto* bytes = static_cast<const uint8_t*>(w.data);
-  auto w_zero = [&](int64_t o) { return w.zero ? w.zero[w.zero_per_channel ? o : 0] : 0; };
-  // int8 weights whose zero points are all 0 (the unsigned-B, indirect and
-  // channel-vector depthwise paths).
+  // int8 weights whose zero points are all 0 (the AVX-512 VNNI paths).
   bool zero_w_zero = w.is_signed;
-  for (int64_t o = 0; o < shape.out_channels && zero_w_zero; ++o) zero_w_zero = w_zero(o) == 0;
-  depthwise_ = in_per_group == 1;
-  if (depthwise_) {
-    taps_.resize(shape.out_channels * taps);
-    for (int64_t o = 0; o < shape.out_channels; ++o) {
-      for (int64_t t = 0; t < taps; ++t) {
-        const uint8_t b = bytes[o * taps + t];
-        const int32_t v = w.is_signed ? static_cast<int8_t>(b) : b;
-        taps_[o * taps + t] = v - w_zero(o);
-      }
-    }
-    depthwise_vector_ = isa == Isa::kAvx512Vnni && zero_w_zero && out_per_group == 1;
-    if (depthwise_vector_) {
-      depthwise_vector_w_ = conv::PackDepthwiseVectorWeights(reinterpret_cast<const int8_t*>(bytes),
-                                                             shape.out_channels, taps);
-    }
+  for (int64_t o = 0; o < shape.out_channels && zero_w_zero; ++o)
+    zero_w_zero = (w.zero ? w.zero[w.zero_per_channel ? o : 0] : 0) == 0;
+  const bool vnni = isa == Isa::kAvx512Vnni && zero_w_zero;
+#if defined(__x86_64__) || defined(_M_X64)
+  if (in_per_group == 1 && vnni && out_per_group == 1) {
+    path_ = std::make_unique<DepthwiseVectorPath>(shape, w, k, isa);
     return;
   }
-  // The weights are the GEMM's A operand: packed per group, with row terms.
-  unsigned_b_ = isa == Isa::kAvx512Vnni && zero_w_zero;
-  indirect_ = unsigned_b_ && shape.group == 1 && taps > 1;
-  if (indirect_) {
-    indirect_w_ = conv::PackIndirectWeights(reinterpret_cast<const int8_t*>(bytes),
-                                            shape.out_channels, shape.in_channels, taps);
+  if (in_per_group > 1 && vnni && shape.group == 1 && taps > 1) {
+    path_ = std::make_unique<IndirectPath>(shape, w, k);
     return;
   }
-  TileShape s = gemm::TileShapeFor(isa);
-  if (unsigned_b_) s.a_unsigned = false;
-  packed_w_.resize(shape.out_channels * k_groups_ * kGroup);
-  row_neg_za_.resize(shape.out_channels);
-  row_neg_sum_.resize(shape.out_channels);
-  const int32_t a_shift = w.is_signed == s.a_unsigned ? (w.is_signed ? 128 : -128) : 0;
-  for (int64_t gi = 0; gi < shape.group; ++gi) {
-    const int64_t o0 = gi * out_per_group;
-    gemm::PackA(Int8Operand{bytes + o0 * k_, w.is_signed, k_}, 0, out_per_group, k_, s,
-                packed_w_.data() + o0 * k_groups_ * kGroup, row_neg_sum_.data() + o0);
-  }
-  for (int64_t o = 0; o < shape.out_channels; ++o) {
-    row_neg_za_[o] = static_cast<int32_t>(0u - static_cast<uint32_t>(w_zero(o) + a_shift));
-    row_neg_sum_[o] = static_cast<int32_t>(0u - static_cast<uint32_t>(row_neg_sum_[o]));
+#else
+  (void)vnni, (void)out_per_group;
+#endif
+  if (in_per_group == 1) {
+    path_ = std::make_unique<DepthwisePath>(shape, w, isa);
+  } else {
+    path_ = std::make_unique<GemmPath>(shape, w, k, zero_w_zero, isa);
   }
 }
 
-void Int8Conv::RunS32(const ConvGeometry& g, const Int8ConvOperand& x, int32_t* y,
-                      ThreadPool* pool) const {
-  Output out;
-  out.s32 = y;
-  Run(g, x, out, pool);
-}
+Int8Conv::~Int8Conv() = default;
 
-void Int8Conv::RunRequantized(const ConvGeometry& g, const Int8ConvOperand& x,
-                              const ConvRequantize& rq, void* y, ThreadPool* pool) const {
-  OCTET_CHECK(rq.output_type == DType::kUInt8 || rq.output_type == DType::kInt8,
-              "int8 convolution: output type ", DTypeName(rq.output_type), " is not uint8 or int8");
-  const int32_t type_min = rq.output_type == DType::kInt8 ? -128 : 0;
-  OCTET_CHECK(rq.y_min <= rq.y_max && rq.y_max >= type_min && rq.y_min <= type_min + 255,
-              "int8 convolution: output clamp [", rq.y_min, ", ", rq.y_max, "] is empty in ",
-              DTypeName(rq.output_type));
-  Output out;
-  out.rq = &rq;
-  out.q = static_cast<uint8_t*>(y);
-  out.requantize_row = requant::RequantizeRowFnFor(isa_);
-  out.row_bias = rq.bias;
-  Run(g, x, out, pool);
-}
+const char* Int8Conv::path_name() const { return path_->name(); }
 
-void Int8Conv::Run(const ConvGeometry& g, const Int8ConvOperand& x, const Output& out,
+void Int8Conv::Run(const ConvGeometry& g, const Int8ConvOperand& x, const Epilogue& e, void* y,
                    ThreadPool* pool) const {
   OCTET_CHECK(g.out_channels == shape_.out_channels && g.in_channels == shape_.in_channels &&
                   g.group == shape_.group && g.kernel_h == shape_.kernel_h &&
@@ -437,347 +800,14 @@ void Int8Conv::Run(const ConvGeometry& g, const Int8ConvOperand& x, const Output
               "int8 convolution: x zero point ", x_zero, " is outside the ",
               x.is_signed ? "int8" : "uint8", " range");
   if (g.batch == 0 || g.out_channels == 0 || g.out_h * g.out_w == 0) return;
-  OCTET_CHECK(out.rq == nullptr || out.rq->multipliers != nullptr,
-              "int8 convolution: no requantization multiplier");
+  CheckEpilogue(e, "int8 convolution");
+  OCTET_CHECK(!e.bias.per_column && !e.multiplier.per_column && !e.float_bias.per_column &&
+                  !e.bias.row_index && !e.multiplier.row_index,
+              "internal: int8 convolution epilogues take per-channel or per-tensor operands");
   OCTET_CHECK(x.data != nullptr || g.in_channels * g.in_h * g.in_w == 0,
               "int8 convolution: x data is null");
-  if (depthwise_vector_ && out.rq != nullptr) {
-    RunDepthwiseVector(g, x, out, pool);
-  } else if (depthwise_) {
-    RunDepthwise(g, x, out, pool);
-  } else if (indirect_) {
-    RunIndirect(g, x, out, pool);
-  } else {
-    RunGemm(g, x, out, pool);
-  }
-}
-
-void Int8Conv::RunGemm(const ConvGeometry& g, const Int8ConvOperand& x, const Output& out,
-                       ThreadPool* pool) const {
-  const TileShape s = gemm::TileShapeFor(isa_);
-#if defined(__x86_64__) || defined(_M_X64)
-  const TileFn tile = unsigned_b_ ? gemm::TileAvx512VnniUnsignedB : TileFnFor(isa_);
-#else
-  const TileFn tile = TileFnFor(isa_);
-#endif
-  const int64_t pixels = g.out_h * g.out_w, in_plane = g.in_h * g.in_w;
-  const int64_t in_per_group = g.in_channels / g.group, out_per_group = g.out_channels / g.group;
-  const int64_t kg = k_groups_;
-
-  // Pixel blocks of whole nr-column panels; with fewer (batch, group, pixel
-  // block) items than threads, the output channels are split too (each part
-  // packs the block again, so one thread never splits).
-  const int threads = SplitThreads(g, k_, pool);
-  const int64_t fit = kPackBytes / std::max<int64_t>(1, kg * kGroup) / s.nr;
-  const int64_t pixel_panels = CeilDiv(pixels, s.nr);
-  const int64_t pixel_blocks =
-      BalancedBlocks(pixel_panels, std::clamp<int64_t>(fit, 1, kMaxBlockPixels / s.nr), threads);
-  const int64_t outer_items = g.batch * g.group * pixel_blocks;
-  int64_t block_rows = out_per_group;
-  if (outer_items < threads) {
-    const int64_t parts = CeilDiv(threads, outer_items);
-    block_rows = std::max<int64_t>(s.mr, CeilDiv(CeilDiv(out_per_group, parts), s.mr) * s.mr);
-  }
-  const int64_t row_blocks = std::max<int64_t>(1, CeilDiv(out_per_group, block_rows));
-
-  // The B domain: int8 (uint8 x stored as x - 128), or uint8 on the unsigned-B
-  // path (int8 x stored as x + 128); zb is the x zero point in it.
-  const bool flipped = x.is_signed == unsigned_b_;
-  const uint8_t flip = flipped ? 0x80 : 0;
-  const int32_t x_zero = x.zero ? x.zero[0] : 0;
-  const int32_t zb = x_zero + (flipped ? (x.is_signed ? 128 : -128) : 0);
-  // Unsigned-B path: channel o's result is its sum minus zb * rowsum(w[o]),
-  // added with the bias (int32 wrap-around, as everywhere).
-  Output output = out;
-  std::vector<int32_t> row_bias;
-  if (unsigned_b_) {
-    row_bias.resize(g.out_channels);
-    for (int64_t o = 0; o < g.out_channels; ++o) {
-      const uint32_t bias = out.row_bias ? static_cast<uint32_t>(out.row_bias[o]) : 0u;
-      row_bias[o] = static_cast<int32_t>(bias + static_cast<uint32_t>(zb) *
-                                                    static_cast<uint32_t>(row_neg_sum_[o]));
-    }
-    output.row_bias = row_bias.data();
-  }
-  const auto* x_bytes = static_cast<const uint8_t*>(x.data);
-  const uint8_t* packed_w = packed_w_.data();
-#if defined(__x86_64__) || defined(_M_X64)
-  const auto pack = isa_ == Isa::kAvx512Vnni ? conv::PackIm2colAvx512Vnni : conv::PackIm2col;
-  const bool phase_planes = isa_ == Isa::kAvx512Vnni && conv::UsesPhasePlanes(g);
-  // Requantized unsigned-B runs whose x panel (nr x k bytes) fits L1 skip the
-  // int32 block: each tile covers all of k and requantizes in registers.
-  const bool requant_tiles = unsigned_b_ && out.rq != nullptr && kg <= kRequantTileMaxGroups;
-  conv::RequantTile requant_proto;
-  std::vector<float> multipliers;
-  if (requant_tiles) {
-    const TileRequant requant = TileRequantFor(*out.rq);
-    requant_proto.lo = requant.lo;
-    requant_proto.hi = requant.hi;
-    requant_proto.zero_point = requant.zero_point;
-    requant_proto.signed_output = requant.signed_output;
-    requant_proto.k_groups = kg;
-    requant_proto.ld = pixels;
-    multipliers.resize(g.out_channels);
-    for (int64_t o = 0; o < g.out_channels; ++o)
-      multipliers[o] = out.rq->multipliers[out.rq->per_channel ? o : 0];
-  }
-#else
-  const auto pack = conv::PackIm2col;
-#endif
-
-  ParallelFor(pool, outer_items * row_blocks, [&](int64_t t0, int64_t t1) {
-    Scratch& sc = ThreadScratch();
-    for (int64_t t = t0; t < t1; ++t) {
-      const int64_t rb = t % row_blocks, item = t / row_blocks;
-      const int64_t pb = item % pixel_blocks, ng = item / pixel_blocks;
-      const int64_t gi = ng % g.group, n = ng / g.group;
-      const int64_t p0 = BlockBegin(pb, pixel_panels, pixel_blocks) * s.nr;
-      const int64_t count =
-          std::min(pixels, BlockBegin(pb + 1, pixel_panels, pixel_blocks) * s.nr) - p0;
-      const int64_t cols = CeilDiv(count, s.nr) * s.nr, panels = cols / s.nr;
-      const int64_t m0 = rb * block_rows, m1 = std::min(out_per_group, m0 + block_rows);
-
-      // Pack the block's im2col columns (k = (c, ky, kx), as in w) with column sums.
-      sc.packed_b.resize(kg * kGroup * cols);
-      sc.rows.resize(kGroup * cols);
-      sc.col_sum.resize(cols);
-      auto* packed_b = reinterpret_cast<int8_t*>(sc.packed_b.data());
-      conv::Im2colBlock block{&g,
-                              x_bytes + (n * g.in_channels + gi * in_per_group) * in_plane,
-                              k_,
-                              p0,
-                              count,
-                              cols,
-                              s.nr,
-                              flip,
-                              static_cast<int8_t>(zb)};
-#if defined(__x86_64__) || defined(_M_X64)
-      if (phase_planes) {
-        sc.phases.resize(in_per_group * g.stride_h * g.stride_w * conv::PhasePlaneSize(g));
-        conv::BuildPhasePlanesAvx512Vnni(g, block.x_group, in_per_group, p0, count,
-                                         sc.phases.data());
-        block.phases = sc.phases.data();
-      }
-#endif
-      if (unsigned_b_) {
-        pack(block, sc.rows.data(), packed_b, nullptr);
-      } else {
-        pack(block, sc.rows.data(), packed_b, sc.col_sum.data());
-        sc.col_term.resize(cols);
-        sc.col_zb.assign(cols, zb);
-        for (int64_t j = 0; j < cols; ++j) {
-          sc.col_term[j] =
-              static_cast<int32_t>(static_cast<uint32_t>(sc.col_sum[j]) -
-                                   static_cast<uint32_t>(k_) * static_cast<uint32_t>(zb));
-        }
-      }
-
-      const int64_t o_base = gi * out_per_group;
-#if defined(__x86_64__) || defined(_M_X64)
-      if (requant_tiles) {
-        // Each x panel stays in L1 while the weight panels stream past it.
-        conv::RequantTile tile_args = requant_proto;
-        for (int64_t q = 0; q < panels; ++q) {
-          tile_args.b = sc.packed_b.data() + q * kg * s.nr * kGroup;
-          tile_args.count = std::min<int64_t>(s.nr, count - q * s.nr);
-          for (int64_t m = m0; m < m1; m += s.mr) {
-            const int rows = static_cast<int>(std::min<int64_t>(s.mr, out_per_group - m));
-            tile_args.a = packed_w + (o_base + m) * kg * kGroup;
-            tile_args.bias = output.row_bias + o_base + m;
-            tile_args.multipliers = multipliers.data() + o_base + m;
-            tile_args.y = out.q + (n * g.out_channels + o_base + m) * pixels + p0 + q * s.nr;
-            conv::RequantTileAvx512Vnni(rows, tile_args);
-          }
-        }
-        continue;
-      }
-#endif
-      // Rows m0..m1 of the group x cols = W_group * packed block, a chunk of
-      // rows at a time, each written out (requantized) while its accumulators
-      // are still in L1.
-      const int64_t chunk_rows = std::max<int64_t>(s.mr, kAccChunkBytes / (cols * 4) / s.mr * s.mr);
-      sc.acc.resize(std::min(chunk_rows, m1 - m0) * cols);
-      for (int64_t c0 = m0; c0 < m1; c0 += chunk_rows) {
-        const int64_t c1 = std::min(m1, c0 + chunk_rows);
-        const int64_t kc = c1 - c0 <= s.mr ? std::max<int64_t>(kg, 1) : kKcGroups;
-        for (int64_t g0 = 0; g0 < std::max<int64_t>(kg, 1); g0 += kc) {
-          const int64_t groups = std::min(kc, kg - g0);
-          const bool first = g0 == 0, last = g0 + kc >= kg;
-          for (int64_t q = 0; q < panels; ++q) {
-            for (int64_t m = c0; m < c1; m += s.mr) {
-              const int rows = static_cast<int>(std::min<int64_t>(s.mr, out_per_group - m));
-              TileArgs args;
-              args.a = packed_w + ((o_base + m) * kg + g0 * rows) * kGroup;
-              args.b = packed_b + (q * kg + g0) * s.nr * kGroup;
-              args.k_groups = groups;
-              args.c = sc.acc.data() + (m - c0) * cols + q * s.nr;
-              args.ldc = cols;
-              args.accumulate = !first;
-              args.row_neg_za = last && !unsigned_b_ ? row_neg_za_.data() + o_base + m : nullptr;
-              args.row_neg_sum = row_neg_sum_.data() + o_base + m;
-              args.col_term = unsigned_b_ ? nullptr : sc.col_term.data() + q * s.nr;
-              args.col_zb = unsigned_b_ ? nullptr : sc.col_zb.data() + q * s.nr;
-              tile(rows, args);
-            }
-          }
-        }
-        output.Write(sc.acc.data(), cols, o_base + c0, c1 - c0, count,
-                     (n * g.out_channels + o_base + c0) * pixels + p0, pixels);
-      }
-    }
-  });
-}
-
-void Int8Conv::RunIndirect(const ConvGeometry& g, const Int8ConvOperand& x, const Output& out,
-                           ThreadPool* pool) const {
-#if defined(__x86_64__) || defined(_M_X64)
-  const conv::IndirectWeights& iw = indirect_w_;
-  const int64_t cp = iw.cp, width = iw.panel_width, pixels = g.out_h * g.out_w;
-  const PaddedImage im = PaddedImageFor(g, x, cp, cp);
-  IndirectRunScratch& run = ThreadIndirectRunScratch();
-
-  // The runs of contiguous input bytes of one output pixel: one per kernel
-  // row (its kernel_w taps are adjacent) when dilation_w is 1, else one per tap.
-  std::vector<int64_t>& run_offsets = run.run_offsets;
-  run_offsets.clear();
-  for (int64_t ky = 0; ky < g.kernel_h; ++ky) {
-    for (int64_t kx = 0; kx < (g.dilation_w == 1 ? 1 : g.kernel_w); ++kx)
-      run_offsets.push_back(ky * g.dilation_h * im.row_bytes + kx * g.dilation_w * cp);
-  }
-  // The panels' padding channels and the 8 more a last half vector reads are 0.
-  BandChannelConstants(out.rq, out.row_bias, iw.col_sum, g.out_channels, iw.panels * width + 8,
-                       im.zb, run);
-  conv::IndirectTile proto;
-  proto.run_offsets = run_offsets.data();
-  proto.runs = static_cast<int64_t>(run_offsets.size());
-  proto.run_groups = (g.dilation_w == 1 ? g.kernel_w : 1) * cp / 4;
-  proto.ld = pixels;
-  if (out.rq != nullptr) {
-    const TileRequant requant = TileRequantFor(*out.rq);
-    proto.lo = requant.lo;
-    proto.hi = requant.hi;
-    proto.zero_point = requant.zero_point;
-    proto.signed_output = requant.signed_output;
-  }
-  const size_t elem_size = out.rq != nullptr ? 1 : sizeof(int32_t);
-  auto* const y_bytes = out.rq != nullptr ? out.q : reinterpret_cast<uint8_t*>(out.s32);
-  ForEachBandTile<conv::kIndirectPixels, false>(
-      g, static_cast<const uint8_t*>(x.data), im, iw.panels, SplitThreads(g, k_, pool), pool, [&] {
-        return [&, tile = proto](const uint8_t* const* base, int64_t n, int64_t p, int64_t count,
-                                 int64_t q0, int64_t q1, int64_t) mutable {
-          tile.pixels = base;
-          tile.count = count;
-          for (int64_t q = q0; q < q1; ++q) {
-            const int64_t o = q * width;
-            tile.w = iw.packed.data() + q * g.kernel_h * g.kernel_w * cp * width;
-            tile.bias = run.bias.data() + o;
-            tile.multipliers = out.rq != nullptr ? run.multipliers.data() + o : nullptr;
-            tile.y = y_bytes + ((n * g.out_channels + o) * pixels + p) * elem_size;
-            tile.channels = std::min(width, g.out_channels - o);
-            conv::IndirectTileAvx512Vnni(width, tile);
-          }
-        };
-      });
-#else
-  (void)g, (void)x, (void)out, (void)pool;
-  Fail("int8 convolution: the NHWC indirect path needs x86-64");
-#endif
-}
-
-void Int8Conv::RunDepthwiseVector(const ConvGeometry& g, const Int8ConvOperand& x,
-                                  const Output& out, ThreadPool* pool) const {
-#if defined(__x86_64__) || defined(_M_X64)
-  const conv::DepthwiseVectorWeights& dw = depthwise_vector_w_;
-  const int64_t pixels = g.out_h * g.out_w, taps = g.kernel_h * g.kernel_w, blocks = dw.cp / 16;
-  const PaddedImage im = PaddedImageFor(g, x, dw.cp, 16);
-  IndirectRunScratch& run = ThreadIndirectRunScratch();
-  std::vector<int64_t>& tap_offsets = run.run_offsets;
-  tap_offsets.clear();
-  for (int64_t ky = 0; ky < g.kernel_h; ++ky) {
-    for (int64_t kx = 0; kx < g.kernel_w; ++kx)
-      tap_offsets.push_back((ky * g.dilation_h * im.padded_w + kx * g.dilation_w) * 16);
-  }
-  BandChannelConstants(out.rq, out.row_bias, dw.col_sum, g.out_channels, dw.cp, im.zb, run);
-  conv::DepthwiseVectorTile proto;
-  proto.tap_offsets = tap_offsets.data();
-  proto.taps = taps;
-  proto.ld = pixels;
-  const TileRequant requant = TileRequantFor(*out.rq);
-  proto.lo = requant.lo;
-  proto.hi = requant.hi;
-  proto.zero_point = requant.zero_point;
-  proto.signed_output = requant.signed_output;
-  ForEachBandTile<conv::kDepthwiseVectorPixels, true>(
-      g, static_cast<const uint8_t*>(x.data), im, blocks, SplitThreads(g, k_, pool), pool, [&] {
-        return [&, tile = proto](const uint8_t* const* base, int64_t n, int64_t p, int64_t count,
-                                 int64_t q0, int64_t q1, int64_t plane_stride) mutable {
-          tile.pixels = base;
-          tile.count = count;
-          for (int64_t q = q0; q < q1; ++q) {
-            const int64_t c = 16 * q;
-            tile.pixel_offset = q * plane_stride;
-            tile.w = dw.packed.data() + q * taps * 4 * 64;
-            tile.bias = run.bias.data() + c;
-            tile.multipliers = run.multipliers.data() + c;
-            tile.y = out.q + (n * g.out_channels + c) * pixels + p;
-            tile.channels = std::min<int64_t>(16, g.out_channels - c);
-            conv::DepthwiseVectorTileAvx512Vnni(tile);
-          }
-        };
-      });
-#else
-  (void)g, (void)x, (void)out, (void)pool;
-  Fail("int8 convolution: the channel-vector depthwise path needs x86-64");
-#endif
-}
-
-void Int8Conv::RunDepthwise(const ConvGeometry& g, const Int8ConvOperand& x, const Output& out,
-                            ThreadPool* pool) const {
-  const int64_t pixels = g.out_h * g.out_w, in_plane = g.in_h * g.in_w;
-  const int64_t out_per_group = g.out_channels / g.group, taps = g.kernel_h * g.kernel_w;
-  const int64_t phase_len = conv::DepthwisePhaseLength(g), row_len = g.stride_w * phase_len;
-  const int32_t x_zero = x.zero ? x.zero[0] : 0;
-  const auto* x_bytes = static_cast<const uint8_t*>(x.data);
-  std::vector<int64_t> tap_offsets(g.kernel_w);
-  conv::DepthwiseTapOffsets(g, phase_len, tap_offsets.data());
-#if defined(__x86_64__) || defined(_M_X64)
-  const bool vnni = isa_ == Isa::kAvx512Vnni;
-  const auto build_plane = vnni ? conv::BuildDepthwisePlaneAvx512 : conv::BuildDepthwisePlane;
-  const auto channel_fn = vnni ? conv::DepthwiseChannelAvx512Vnni : conv::DepthwiseChannelScalar;
-#else
-  const bool vnni = false;
-  const auto build_plane = conv::BuildDepthwisePlane;
-  const auto channel_fn = conv::DepthwiseChannelScalar;
-#endif
-  // Output rows are computed in bands of about kAccChunkBytes of accumulators,
-  // each requantized while in L1.
-  const int64_t band_rows = std::clamp<int64_t>(kAccChunkBytes / (4 * g.out_w), 1, g.out_h);
-  // One item per (batch, input channel): its plane serves each of its output channels.
-  ParallelFor(pool, g.batch * g.group, [&](int64_t t0, int64_t t1) {
-    Scratch& sc = ThreadScratch();
-    // The plane's rows follow `padding.top` zero rows and precede `padding.bottom`.
-    const conv::DepthwisePaddingRows padding =
-        vnni ? conv::DepthwisePadding(g) : conv::DepthwisePaddingRows{0, 0};
-    sc.plane.resize((padding.top + g.in_h + padding.bottom) * row_len);
-    int32_t* plane_rows = sc.plane.data() + padding.top * row_len;
-    std::fill_n(sc.plane.data(), padding.top * row_len, 0);
-    std::fill_n(plane_rows + g.in_h * row_len, padding.bottom * row_len, 0);
-    sc.acc.resize(band_rows * g.out_w);
-    for (int64_t t = t0; t < t1; ++t) {
-      const int64_t n = t / g.group, c = t % g.group;
-      build_plane(g, x_bytes + (n * g.in_channels + c) * in_plane, x.is_signed, x_zero, plane_rows);
-      const conv::DepthwisePlane plane{plane_rows, row_len, phase_len, tap_offsets.data()};
-      for (int64_t j = 0; j < out_per_group; ++j) {
-        const int64_t o = c * out_per_group + j;
-        for (int64_t oy = 0; oy < g.out_h; oy += band_rows) {
-          const int64_t rows = std::min(band_rows, g.out_h - oy);
-          channel_fn(g, plane, taps_.data() + o * taps, oy, oy + rows, sc.acc.data());
-          out.Write(sc.acc.data(), 0, o, 1, rows * g.out_w,
-                    (n * g.out_channels + o) * pixels + oy * g.out_w, 0);
-        }
-      }
-    }
-  });
+  OCTET_CHECK(y != nullptr, "int8 convolution: the output is null");
+  path_->Run(g, x, e, y, pool);
 }
 
 }  // namespace octet

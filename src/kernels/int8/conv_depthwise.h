@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kernels/int8/conv_reference.h"
+#include "kernels/int8/conv_requant.h"
 
 namespace octet::conv {
 
@@ -95,14 +96,7 @@ struct DepthwiseVectorTile {
   const int64_t* tap_offsets = nullptr;
   int64_t taps = 0;
   const uint8_t* w = nullptr;  // the block's packed weights
-  // 16 entries from channel c: the sums' starting values (int32, wrapping)
-  // and the requantization multipliers.
-  const int32_t* bias = nullptr;
-  const float* multipliers = nullptr;
-  // y = round(clamp(float(sum) * multiplier, lo, hi)) + zero_point.
-  float lo = 0, hi = 0;
-  int32_t zero_point = 0;
-  bool signed_output = false;  // int8 (else uint8) output
+  ChannelRequant requant;      // 16 entries from channel c
   uint8_t* y = nullptr;        // output of channel c, pixel p
   int64_t ld = 0;              // bytes from one output channel to the next
   int64_t channels = 0;

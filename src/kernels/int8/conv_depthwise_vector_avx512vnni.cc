@@ -3,21 +3,20 @@
 // lane l holding pixel 4 l + G and dword j channel 4 j + k, and its
 // requantizing epilogue, which transposes the bytes to 16 pixels per channel
 // for NCHW stores. The requantization is requantize.h's, op for op
-// (requantize_avx512_inline.h).
+// (epilogue_impl.h).
 
 #include <immintrin.h>
 
 #include <algorithm>
 
 #include "kernels/int8/conv_depthwise.h"
+#include "kernels/int8/epilogue_impl.h"
 #include "kernels/int8/interleave_avx512_inline.h"
-#include "kernels/int8/requantize_avx512_inline.h"
+#include "kernels/simd_avx512.h"
 
 namespace octet::conv {
 
-using requant::NarrowToLaneBytes;
-using requant::RequantizeVector;
-using requant::RequantVectors;
+using Requant = epilogue::Requant<simd::Avx512>;
 
 void DepthwiseVectorTileAvx512Vnni(const DepthwiseVectorTile& t) {
   static_assert(kDepthwiseVectorPixels == 16);
@@ -26,8 +25,8 @@ void DepthwiseVectorTileAvx512Vnni(const DepthwiseVectorTile& t) {
   // within each lane's 16 bytes.
   const __m512i quads = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
   const __m512i transpose4x4 = _mm512_set4_epi32(0x0F0B0703, 0x0E0A0602, 0x0D090501, 0x0C080400);
-  const __m512i bias16 = _mm512_loadu_si512(t.bias);
-  const __m512 multipliers16 = _mm512_loadu_ps(t.multipliers);
+  const __m512i bias16 = _mm512_loadu_si512(t.requant.bias);
+  const __m512 multipliers16 = _mm512_loadu_ps(t.requant.multipliers);
   // Accumulator k's channels (4 j + k in dword j of every lane): their
   // multipliers, and their biases as the sums' starting values.
   __m512 multiplier[4];
@@ -65,8 +64,7 @@ void DepthwiseVectorTileAvx512Vnni(const DepthwiseVectorTile& t) {
     }
   }
 
-  const RequantVectors requant{_mm512_set1_ps(t.lo), _mm512_set1_ps(t.hi),
-                               _mm512_set1_epi32(t.zero_point)};
+  const Requant requant(t.requant.lo, t.requant.hi, t.requant.zero_point);
   // z[g], lane l (pixel 4 l + g): byte 4 k + j is channel 4 j + k.
   __m512i z[4];
 #pragma GCC unroll 4
@@ -77,9 +75,9 @@ void DepthwiseVectorTileAvx512Vnni(const DepthwiseVectorTile& t) {
       // The empty asm keeps GCC 12's tree PRE from tying this use to the
       // loop, which then copies every accumulator between registers per tap.
       asm("" : "+v"(acc[g][k]));
-      q[k] = RequantizeVector(acc[g][k], multiplier[k], requant);
+      q[k] = epilogue::Requantize<simd::Avx512>(acc[g][k], multiplier[k], requant);
     }
-    z[g] = NarrowToLaneBytes(q[0], q[1], q[2], q[3], t.signed_output);
+    z[g] = NarrowToLaneBytes(q[0], q[1], q[2], q[3], t.requant.signed_output);
   }
   // e[k], lane l: dword m is pixel 4 l + m's channels 4 j + k (byte j).
   __m512i e[4];

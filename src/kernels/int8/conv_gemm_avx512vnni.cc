@@ -9,15 +9,16 @@
 #include <algorithm>
 
 #include "kernels/int8/conv_pack.h"
-#include "kernels/int8/requantize_avx512_inline.h"
+#include "kernels/int8/epilogue_impl.h"
+#include "kernels/int8/interleave_avx512_inline.h"
 #include "kernels/int8/tile_avx512vnni.h"
+#include "kernels/simd_avx512.h"
 
 namespace octet::conv {
 
 namespace {
 
-using requant::RequantizeVector;
-using requant::RequantVectors;
+using Requant = epilogue::Requant<simd::Avx512>;
 
 // R rows x kVecs vectors of 16 columns: kVecs = 1 for a panel's last 16 or
 // fewer columns (a 13x13 image's 169 pixels: 176 columns computed, not 192).
@@ -28,9 +29,8 @@ void Tile(const RequantTile& t) {
   __m512i acc[U][R][kVecs];
   gemm::AccumulateTile<R, kVecs, U, true, false, false>(acc, t.a, 0, t.b, t.k_groups);
 
-  const RequantVectors requant{_mm512_set1_ps(t.lo), _mm512_set1_ps(t.hi),
-                               _mm512_set1_epi32(t.zero_point)};
-  const bool is_signed = t.signed_output;
+  const Requant requant(t.requant.lo, t.requant.hi, t.requant.zero_point);
+  const bool is_signed = t.requant.signed_output;
   const int64_t count = t.count;
   __mmask16 masks[kVecs];
 #pragma GCC unroll 8
@@ -42,8 +42,8 @@ void Tile(const RequantTile& t) {
   const int64_t ld = t.ld;
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
-    const __m512i bias = _mm512_set1_epi32(t.bias[r]);
-    const __m512 multiplier = _mm512_set1_ps(t.multipliers[r]);
+    const __m512i bias = _mm512_set1_epi32(t.requant.bias[r]);
+    const __m512 multiplier = _mm512_set1_ps(t.requant.multipliers[r]);
 #pragma GCC unroll 8
     for (int v = 0; v < kVecs; ++v) {
       // Each accumulator passes through an empty asm: without it GCC 12's
@@ -58,7 +58,8 @@ void Tile(const RequantTile& t) {
         asm("" : "+v"(part));
         sum = _mm512_add_epi32(sum, part);
       }
-      const __m512i q = RequantizeVector(_mm512_add_epi32(sum, bias), multiplier, requant);
+      const __m512i q =
+          epilogue::Requantize<simd::Avx512>(_mm512_add_epi32(sum, bias), multiplier, requant);
       // q is in the output type's range: the saturating narrowing is exact.
       const __m128i bytes = is_signed ? _mm512_cvtsepi32_epi8(q) : _mm512_cvtusepi32_epi8(q);
       _mm_mask_storeu_epi8(y0 + r * ld + v * 16, masks[v], bytes);

@@ -21,6 +21,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/int8/conv_requant.h"
+
 namespace octet::conv {
 
 // Output pixels per micro-tile (the broadcast operand's rows).
@@ -52,14 +54,9 @@ struct IndirectTile {
   int64_t runs = 0;
   int64_t run_groups = 0;
   const uint8_t* w = nullptr;  // the panel's packed weights
-  // From channel o, panel_width rounded up to 16 entries: the sums' starting
-  // values (int32, wrapping); the requantization multipliers (null: int32 output).
-  const int32_t* bias = nullptr;
-  const float* multipliers = nullptr;
-  // Requantization: y = round(clamp(float(sum) * multiplier, lo, hi)) + zero_point.
-  float lo = 0, hi = 0;
-  int32_t zero_point = 0;
-  bool signed_output = false;  // int8 (else uint8) output
+  // From channel o, panel_width rounded up to 16 entries (multipliers null:
+  // int32 output).
+  ChannelRequant requant;
   void* y = nullptr;  // output (uint8/int8, or int32 without multipliers) of channel o, pixel p
   int64_t ld = 0;     // elements from one output channel to the next
   int64_t channels = 0;

@@ -2,7 +2,7 @@
 // micro-tile (8 pixels x 8-48 channels in zmm / ymm accumulators, one vpdpbusd
 // per pixel, vector and channel group), its requantizing epilogue and the NCHW ->
 // NHWC transpose of x. The requantization is requantize.h's, op for op
-// (requantize_avx512_inline.h).
+// (epilogue_impl.h).
 
 #include <immintrin.h>
 
@@ -10,16 +10,15 @@
 #include <cstring>
 
 #include "kernels/int8/conv_indirect.h"
+#include "kernels/int8/epilogue_impl.h"
 #include "kernels/int8/interleave_avx512_inline.h"
-#include "kernels/int8/requantize_avx512_inline.h"
+#include "kernels/simd_avx512.h"
 
 namespace octet::conv {
 
 namespace {
 
-using requant::NarrowToLaneBytes;
-using requant::RequantizeVector;
-using requant::RequantVectors;
+using Requant = epilogue::Requant<simd::Avx512>;
 
 constexpr int kPixels = static_cast<int>(kIndirectPixels);
 
@@ -77,12 +76,12 @@ void Tile(const IndirectTile& t) {
   __m256i acc_half[kPixels];
 #pragma GCC unroll 4
   for (int v = 0; v < kVectors; ++v) {
-    const __m512i bias = _mm512_loadu_si512(t.bias + v * 16);
+    const __m512i bias = _mm512_loadu_si512(t.requant.bias + v * 16);
 #pragma GCC unroll 8
     for (int r = 0; r < kRows; ++r) acc[r][v] = bias;
   }
   const __m256i bias_half =
-      kHalf ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.bias + kVectors * 16))
+      kHalf ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.requant.bias + kVectors * 16))
             : _mm256_setzero_si256();
 #pragma GCC unroll 8
   for (int r = 0; r < kRows; ++r) acc_half[r] = bias_half;
@@ -115,7 +114,7 @@ void Tile(const IndirectTile& t) {
     for (int r = 0; r < kRows; ++r) acc[r][kVectors] = _mm512_zextsi256_si512(acc_half[r]);
   }
   // The epilogue loops are unrolled: acc is indexed by constants.
-  if (t.multipliers == nullptr) {  // int32 output
+  if (t.requant.multipliers == nullptr) {  // int32 output
 #pragma GCC unroll 4
     for (int v = 0; v < kVectors + kHalf; ++v) {
       const int64_t channels = std::min<int64_t>(t.channels - v * 16, 16);
@@ -127,19 +126,19 @@ void Tile(const IndirectTile& t) {
     }
     return;
   }
-  const RequantVectors requant{_mm512_set1_ps(t.lo), _mm512_set1_ps(t.hi),
-                               _mm512_set1_epi32(t.zero_point)};
+  const Requant requant(t.requant.lo, t.requant.hi, t.requant.zero_point);
 #pragma GCC unroll 4
   for (int v = 0; v < kVectors + kHalf; ++v) {
     const int64_t channels = std::min<int64_t>(t.channels - v * 16, 16);
     if (channels <= 0) break;
-    const __m512 multiplier = _mm512_loadu_ps(t.multipliers + v * 16);
+    const __m512 multiplier = _mm512_loadu_ps(t.requant.multipliers + v * 16);
     __m512i q[kPixels];
 #pragma GCC unroll 8
-    for (int r = 0; r < kRows; ++r) q[r] = RequantizeVector(acc[r][v], multiplier, requant);
+    for (int r = 0; r < kRows; ++r)
+      q[r] = epilogue::Requantize<simd::Avx512>(acc[r][v], multiplier, requant);
     for (int r = kRows; r < kPixels; ++r) q[r] = q[0];  // transposed along, never stored
-    StoreBytes(q, t.signed_output, static_cast<uint8_t*>(t.y) + v * 16 * t.ld, t.ld, channels,
-               t.count);
+    StoreBytes(q, t.requant.signed_output, static_cast<uint8_t*>(t.y) + v * 16 * t.ld, t.ld,
+               channels, t.count);
   }
 }
 

@@ -1,12 +1,13 @@
 // Internal to Int8Conv (conv.cc): im2col fused into the packing of the GEMM's
 // B operand. A block of output pixels [p0, p0 + count) of one (batch, group)
-// is written straight into the micro-kernel's B panels (gemm_pack.h: panels
-// of nr columns, group g of a panel holds 4 bytes k = 4g..4g+3 per column),
+// is written straight into the micro-kernel's B panels (gemm_kernels.h: panels
+// of nr columns, group g of a panel holds G bytes k = G g .. G g + G - 1 per
+// column, G the kernel's k group of 4 or 2),
 // k = (input channel, ky, kx) as in the weights, with the column sums. Values
 // are in the B domain, x ^ flip: int8 for TileAvx512Vnni and the other
 // kernels (uint8 x stored as x - 128, flip = 0x80), uint8 for
-// TileAvx512VnniUnsignedB (int8 x stored as x + 128); the padding holds the x
-// zero point in that domain, so it contributes 0.
+// gemm_s8u8_8x32c4_avx512vnni (int8 x stored as x + 128); the padding holds
+// the x zero point in that domain, so it contributes 0.
 //
 // The same code (conv_pack_impl.h) is compiled for the baseline and with
 // AVX-512 VNNI flags; both write the same bytes.
@@ -15,6 +16,7 @@
 #include <cstdint>
 
 #include "kernels/int8/conv_reference.h"
+#include "kernels/int8/conv_requant.h"
 
 namespace octet::conv {
 
@@ -25,6 +27,7 @@ struct Im2colBlock {
   int64_t p0, count;       // output pixels
   int64_t cols;            // count rounded up to a multiple of nr
   int nr;
+  int k_group;   // 4 or 2 bytes of k per column in a group
   uint8_t flip;  // 0x80 when x's type differs from the B domain's, else 0
   int8_t pad;    // x zero point in the B domain
   // The group's phase planes (BuildPhasePlanesAvx512Vnni), or null to read x_group.
@@ -54,10 +57,10 @@ inline bool UsesPhasePlanes(const ConvGeometry& g) {
   return true;
 }
 
-// Writes ceil(k / 4) groups of cols / nr panels to packed_b (panel stride
-// ceil(k / 4) * nr * 4 bytes) and col_sum[j] = sum over k of the packed values
-// of column j (j < count); col_sum may be null (no sums wanted). rows: 4 * cols
-// bytes of scratch.
+// Writes ceil(k / G) groups of cols / nr panels to packed_b (panel stride
+// ceil(k / G) * nr * G bytes) and col_sum[j] = sum over k of the packed values
+// of column j (j < count); col_sum may be null (no sums wanted). rows: G * cols
+// bytes of scratch. PackIm2colAvx512Vnni takes G = 4 and nr = 32 only.
 void PackIm2col(const Im2colBlock& b, int8_t* rows, int8_t* packed_b, int32_t* col_sum);
 #if defined(__x86_64__) || defined(_M_X64)
 // Fills the phase planes of `channels` input channels from x_group
@@ -68,21 +71,16 @@ void BuildPhasePlanesAvx512Vnni(const ConvGeometry& g, const uint8_t* x_group, i
                                 int64_t p0, int64_t count, uint8_t* planes);
 void PackIm2colAvx512Vnni(const Im2colBlock& b, int8_t* rows, int8_t* packed_b, int32_t* col_sum);
 
-// The unsigned-B micro-tile (gemm::TileAvx512VnniUnsignedB's operands: a
-// packed weight panel of `rows` <= 8 signed rows, a packed uint8 x panel of
-// 32 columns) over all of k, requantized in registers and stored as bytes:
+// The unsigned-B micro-tile (gemm_s8u8_8x32c4_avx512vnni's operands: a packed
+// weight panel of `rows` <= 8 signed rows, a packed uint8 x panel of 32
+// columns) over all of k, requantized in registers and stored as bytes:
 //   y[r * ld + j] = requantize(sum_k a[r][k] * b[k][j] + bias[r], multipliers[r])
-// for j < count, with requantize.h's formula (requantize_avx512_inline.h) and the
-// clamp [lo, hi] relative to zero_point. Nothing past count is written.
+// for j < count (epilogue_impl.h's Requantize). Nothing past count is written.
 struct RequantTile {
   const uint8_t* a = nullptr;  // weight panel (int8 bytes), first group
   const uint8_t* b = nullptr;  // x panel (uint8), first group
   int64_t k_groups = 0;
-  const int32_t* bias = nullptr;       // per row (int32, wrapping)
-  const float* multipliers = nullptr;  // per row
-  float lo = 0, hi = 0;
-  int32_t zero_point = 0;
-  bool signed_output = false;  // int8 (else uint8) output
+  ChannelRequant requant;  // from the tile's first row
   uint8_t* y = nullptr;
   int64_t ld = 0;     // bytes from one row's output to the next
   int64_t count = 0;  // columns stored, <= 32

@@ -190,6 +190,30 @@ inline void StoreInterleaved(const __m512i v[4], int64_t c0, int64_t cols, int64
 }
 #endif
 
+// Writes 2 rows of `cols` bytes (a multiple of nr, itself a multiple of 16) as
+// group `group_dst` of the panels: in panel q, column j's 2 bytes at
+// q * panel_stride + j * 2.
+inline void InterleavePairs(const int8_t* rows, int64_t cols, int nr, int64_t panel_stride,
+                            int8_t* group_dst) {
+  for (int64_t c0 = 0; c0 < cols; c0 += nr) {
+    int8_t* panel = group_dst + (c0 / nr) * panel_stride;
+    int j = 0;
+#if defined(__SSE2__)
+    for (; j + 16 <= nr; j += 16) {
+      const __m128i r0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows + c0 + j));
+      const __m128i r1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows + cols + c0 + j));
+      __m128i* d = reinterpret_cast<__m128i*>(panel + j * 2);
+      _mm_storeu_si128(d, _mm_unpacklo_epi8(r0, r1));
+      _mm_storeu_si128(d + 1, _mm_unpackhi_epi8(r0, r1));
+    }
+#endif
+    for (; j < nr; ++j) {
+      panel[j * 2] = rows[c0 + j];
+      panel[j * 2 + 1] = rows[cols + c0 + j];
+    }
+  }
+}
+
 // Writes 4 rows of `cols` bytes (a multiple of nr) as group `group_dst` of the
 // panels: in panel q, column j's 4 bytes at q * panel_stride + j * 4.
 inline void Interleave(const int8_t* rows, int64_t cols, int nr, int64_t panel_stride,
@@ -379,13 +403,14 @@ inline void BuildPhasePlanes(const ConvGeometry& g, const uint8_t* x_group, int6
 #endif
 
 // The general packing: each im2col row of the block is built in `rows`
-// (per output row segments), 4 rows at a time interleaved into the panels.
-// Without VNNI the column sums are accumulated here (col_sum non-null).
+// (per output row segments), a k group of rows at a time interleaved into the
+// panels. Without VNNI the column sums are accumulated here (col_sum non-null).
 inline void PackRows(const Im2colBlock& b, int8_t* rows, int8_t* packed_b,
                      int32_t* __restrict col_sum) {
   const ConvGeometry& g = *b.g;
   const int64_t in_plane = g.in_h * g.in_w;
-  const int64_t k_groups = CeilDiv(b.k, kGroup), cols = b.cols, count = b.count;
+  const int g_size = b.k_group;
+  const int64_t k_groups = CeilDiv(b.k, g_size), cols = b.cols, count = b.count;
   const int64_t oy0 = b.p0 / g.out_w, ox0 = b.p0 % g.out_w;
   std::vector<TapColumn> tap_columns(g.kernel_w);
   for (int64_t kx = 0; kx < g.kernel_w; ++kx) tap_columns[kx] = MakeTapColumn(g, kx);
@@ -393,8 +418,8 @@ inline void PackRows(const Im2colBlock& b, int8_t* rows, int8_t* packed_b,
   int64_t c = 0, ky = 0,
           kx = 0;  // k = (c * kernel_h + ky) * kernel_w + kx, stepped without divisions
   for (int64_t group = 0; group < k_groups; ++group) {
-    for (int i = 0; i < kGroup; ++i) {
-      const int64_t k = group * kGroup + i;
+    for (int i = 0; i < g_size; ++i) {
+      const int64_t k = group * g_size + i;
       int8_t* __restrict row = rows + i * cols;
       if (k >= b.k) {  // padding k: the packed weights are 0 there
         std::fill_n(row, cols, 0);
@@ -413,7 +438,12 @@ inline void PackRows(const Im2colBlock& b, int8_t* rows, int8_t* packed_b,
         }
       }
     }
-    Interleave(rows, cols, b.nr, k_groups * b.nr * kGroup, packed_b + group * b.nr * kGroup);
+    const int64_t panel_stride = k_groups * b.nr * g_size;
+    if (g_size == 2) {
+      InterleavePairs(rows, cols, b.nr, panel_stride, packed_b + group * b.nr * 2);
+    } else {
+      Interleave(rows, cols, b.nr, panel_stride, packed_b + group * b.nr * kGroup);
+    }
   }
 }
 

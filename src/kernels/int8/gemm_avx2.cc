@@ -1,110 +1,59 @@
-// AVX2 micro-kernel without VNNI: operands widened to int16 and multiplied in
-// pairs with vpmaddwd, which cannot saturate for 8-bit inputs (unlike
-// vpmaddubsw, never used here). Up to 4 rows x 8 columns.
+// gemm_i16s8_6x16c2_avx2: the exact AVX2 micro-kernel without VNNI. A is packed
+// as int16 (its own values), B as int8 pairs of k, widened to int16 in
+// registers; vpmaddwd multiplies 16 int16 pairs and adds each pair into an
+// int32 lane, which cannot saturate for 8-bit inputs (unlike vpmaddubsw, never
+// used here). Up to 6 rows x 16 columns: 12 accumulators, 2 B and 1 A of the
+// 16 ymm registers.
 //
-// A group of packed B (8 columns x 4 k) widens to two ymm of int16,
-// [c0k0..c0k3 c1k0..c1k3 c2.. c3..] and [c4.. c7..]; the row's 4 A bytes are
-// widened and repeated to [a0 a1 a2 a3] x 4. vpmaddwd then leaves, per
-// column, two int32 partials (k0+k1, k2+k3) in adjacent lanes, summed once
-// at the end.
+// Per group (2 k): B's 32 bytes are columns 0-15 x k0, k1; each 16-byte half
+// widens to [c0k0 c0k1 .. c7k0 c7k1] and the row's int16 pair is broadcast
+// to [a0 a1] x 8, so lane j of vpmaddwd is a0 b(j, k0) + a1 b(j, k1): the
+// accumulators hold columns in order.
 #include <immintrin.h>
 
 #include <cstring>
 
-#include "kernels/int8/gemm_pack.h"
+#include "kernels/int8/gemm_finish_impl.h"
+#include "kernels/simd_avx2.h"
 
 namespace octet::gemm {
 
 namespace {
 
-constexpr int kCols = 8;  // TileShapeFor(Isa::kAvx2).nr
+constexpr int kCols = 16;
+constexpr int kGroupBytes = 2;  // of B per column; A holds 2 int16 = 4 bytes per row
 
-inline __m256i WidenA(const uint8_t* p) {
+inline __m256i BroadcastPair(const uint8_t* p) {
   int32_t v;
   std::memcpy(&v, p, sizeof(v));
-  return _mm256_cvtepu8_epi16(_mm_set1_epi32(v));
+  return _mm256_set1_epi32(v);
 }
 
 inline __m256i WidenB(const int8_t* p) {
   return _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 
-inline __m256i Load(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
-
 template <int R>
 void Tile(const TileArgs& t) {
-  constexpr int U = R == 1 ? 4 : (R == 2 ? 2 : 1);  // accumulator sets for latency
   // Every loop over accumulators is fully unrolled: GCC 12 otherwise keeps the
   // array in memory and copies it between registers on every group.
-  __m256i lo[U][R], hi[U][R];
+  __m256i acc[R][2];
 #pragma GCC unroll 8
-  for (int u = 0; u < U; ++u)
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) lo[u][r] = hi[u][r] = _mm256_setzero_si256();
-
+  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
   const uint8_t* a = t.a;
   const int8_t* b = t.b;
-  int64_t g = 0;
-  for (; g + U <= t.k_groups; g += U) {
-#pragma GCC unroll 4
-    for (int u = 0; u < U; ++u) {
-      const __m256i b_lo = WidenB(b + u * kCols * kGroup);
-      const __m256i b_hi = WidenB(b + u * kCols * kGroup + 16);
-#pragma GCC unroll 4
-      for (int r = 0; r < R; ++r) {
-        const __m256i av = WidenA(a + (u * R + r) * kGroup);
-        lo[u][r] = _mm256_add_epi32(lo[u][r], _mm256_madd_epi16(av, b_lo));
-        hi[u][r] = _mm256_add_epi32(hi[u][r], _mm256_madd_epi16(av, b_hi));
-      }
-    }
-    a += U * R * kGroup;
-    b += U * kCols * kGroup;
-  }
-  // Leftover groups. With U == 1 the loop above took them all, and compiling this
-  // loop anyway makes GCC shuffle the accumulators between registers.
-  for (; U > 1 && g < t.k_groups; ++g) {
+  for (int64_t g = 0; g < t.k_groups; ++g) {
     const __m256i b_lo = WidenB(b), b_hi = WidenB(b + 16);
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
-      const __m256i av = WidenA(a + r * kGroup);
-      lo[0][r] = _mm256_add_epi32(lo[0][r], _mm256_madd_epi16(av, b_lo));
-      hi[0][r] = _mm256_add_epi32(hi[0][r], _mm256_madd_epi16(av, b_hi));
+      const __m256i av = BroadcastPair(a + r * 4);
+      acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(av, b_lo));
+      acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(av, b_hi));
     }
-    a += R * kGroup;
-    b += kCols * kGroup;
+    a += R * 4;
+    b += kCols * kGroupBytes;
   }
-
-  // Locals: stores to C could otherwise alias the arguments and force reloads.
-  const bool accumulate = t.accumulate;
-  const int32_t *row_neg_za = t.row_neg_za, *row_neg_sum = t.row_neg_sum;
-  const int32_t *col_term = t.col_term, *col_zb = t.col_zb;
-  const int32_t *col_offset = t.col_offset, *row_offset = t.row_offset;
-  int32_t* const c0 = t.c;
-  const int64_t ldc = t.ldc;
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) {
-    __m256i l = lo[0][r], h = hi[0][r];
-#pragma GCC unroll 8
-    for (int u = 1; u < U; ++u) {
-      l = _mm256_add_epi32(l, lo[u][r]);
-      h = _mm256_add_epi32(h, hi[u][r]);
-    }
-    // hadd -> [c0 c1 c4 c5 | c2 c3 c6 c7]; reorder the 64-bit pairs to c0..c7.
-    __m256i sum = _mm256_permute4x64_epi64(_mm256_hadd_epi32(l, h), _MM_SHUFFLE(3, 1, 2, 0));
-    int32_t* c = c0 + r * ldc;
-    if (accumulate) sum = _mm256_add_epi32(sum, Load(c));
-    if (row_neg_za) {
-      sum = _mm256_add_epi32(sum,
-                             _mm256_mullo_epi32(_mm256_set1_epi32(row_neg_za[r]), Load(col_term)));
-      sum = _mm256_add_epi32(sum,
-                             _mm256_mullo_epi32(_mm256_set1_epi32(row_neg_sum[r]), Load(col_zb)));
-    }
-    if (col_offset) {
-      sum = _mm256_add_epi32(sum,
-                             _mm256_add_epi32(Load(col_offset), _mm256_set1_epi32(row_offset[r])));
-    }
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(c), sum);
-  }
+  FinishTile<simd::Avx2, R, 2>(t, acc);
 }
 
 }  // namespace
@@ -117,8 +66,12 @@ void TileAvx2(int rows, const TileArgs& t) {
       return Tile<2>(t);
     case 3:
       return Tile<3>(t);
-    default:
+    case 4:
       return Tile<4>(t);
+    case 5:
+      return Tile<5>(t);
+    default:
+      return Tile<6>(t);
   }
 }
 

@@ -1,17 +1,20 @@
-// AVX-VNNI micro-kernel (VEX-encoded 256-bit vpdpbusd, e.g. Alder Lake, Zen 5
-// without AVX-512 use): up to 6 rows x 16 columns of int32 accumulators in
-// ymm registers (12 accumulators + 2 B + 1 A of the 16 registers).
+// gemm_u8s8_6x16c4_avxvnni: the AVX-VNNI micro-kernel (VEX-encoded 256-bit
+// vpdpbusd, e.g. Alder Lake, Zen 5 without AVX-512 use): up to 6 rows x 16
+// columns of int32 accumulators in ymm registers (12 accumulators + 2 B + 1 A
+// of the 16 registers).
 #include <immintrin.h>
 
 #include <cstring>
 
-#include "kernels/int8/gemm_pack.h"
+#include "kernels/int8/gemm_finish_impl.h"
+#include "kernels/simd_avx2.h"
 
 namespace octet::gemm {
 
 namespace {
 
-constexpr int kCols = 16;  // TileShapeFor(Isa::kAvxVnni).nr
+constexpr int kCols = 16;
+constexpr int kGroup = 4;
 constexpr int kVecs = kCols / 8;
 
 inline __m256i BroadcastA(const uint8_t* p) {
@@ -73,35 +76,16 @@ void Tile(const TileArgs& t) {
     b += kCols * kGroup;
   }
 
-  // Locals: stores to C could otherwise alias the arguments and force reloads.
-  const bool accumulate = t.accumulate;
-  const int32_t *row_neg_za = t.row_neg_za, *row_neg_sum = t.row_neg_sum;
-  const int32_t *col_term = t.col_term, *col_zb = t.col_zb;
-  const int32_t *col_offset = t.col_offset, *row_offset = t.row_offset;
-  int32_t* const c0 = t.c;
-  const int64_t ldc = t.ldc;
+  __m256i sum[R][kVecs];
 #pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) {
-    int32_t* c = c0 + r * ldc;
+  for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8
     for (int v = 0; v < kVecs; ++v) {
-      __m256i sum = acc[0][r][v];
+      sum[r][v] = acc[0][r][v];
 #pragma GCC unroll 8
-      for (int u = 1; u < U; ++u) sum = _mm256_add_epi32(sum, acc[u][r][v]);
-      if (accumulate) sum = _mm256_add_epi32(sum, Load(c + v * 8));
-      if (row_neg_za) {
-        sum = _mm256_add_epi32(
-            sum, _mm256_mullo_epi32(_mm256_set1_epi32(row_neg_za[r]), Load(col_term + v * 8)));
-        sum = _mm256_add_epi32(
-            sum, _mm256_mullo_epi32(_mm256_set1_epi32(row_neg_sum[r]), Load(col_zb + v * 8)));
-      }
-      if (col_offset) {
-        sum = _mm256_add_epi32(
-            sum, _mm256_add_epi32(Load(col_offset + v * 8), _mm256_set1_epi32(row_offset[r])));
-      }
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(c + v * 8), sum);
+      for (int u = 1; u < U; ++u) sum[r][v] = _mm256_add_epi32(sum[r][v], acc[u][r][v]);
     }
-  }
+  FinishTile<simd::Avx2, R, kVecs>(t, sum);
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
-// Arm dot-product micro-kernel (Armv8.2 SDOT, int8 x int8 -> int32, exact):
+// gemm_s8s8_4x16c4_neondot: the Arm dot-product micro-kernel (Armv8.2 SDOT,
+// int8 x int8 -> int32, exact):
 // up to 4 rows x 16 columns. Per group of 4 k: four 16-byte loads of packed B
 // (4 columns x 4 k each) and one of A (4 rows x 4 k); sdot by lane multiplies
 // each B vector with one row's 4 bytes. Built only on aarch64.
@@ -7,13 +8,15 @@
 #include <cstring>
 #include <utility>
 
-#include "kernels/int8/gemm_pack.h"
+#include "kernels/int8/gemm_finish_impl.h"
+#include "kernels/simd_scalar.h"
 
 namespace octet::gemm {
 
 namespace {
 
-constexpr int kCols = 16;  // TileShapeFor(Isa::kNeonDot).nr
+constexpr int kCols = 16;
+constexpr int kGroup = 4;
 constexpr int kVecs = kCols / 4;
 
 // The A group of R rows (R * 4 bytes), zero-filled to 16 bytes when R < 4.
@@ -53,22 +56,12 @@ void Tile(const TileArgs& t) {
     b += kCols * kGroup;
   }
 
-  for (int r = 0; r < R; ++r) {
-    int32_t* c = t.c + r * t.ldc;
-    for (int v = 0; v < kVecs; ++v) {
-      int32x4_t sum = acc[r][v];
-      if (t.accumulate) sum = vaddq_s32(sum, vld1q_s32(c + v * 4));
-      if (t.row_neg_za) {
-        sum = vmlaq_n_s32(sum, vld1q_s32(t.col_term + v * 4), t.row_neg_za[r]);
-        sum = vmlaq_n_s32(sum, vld1q_s32(t.col_zb + v * 4), t.row_neg_sum[r]);
-      }
-      if (t.col_offset) {
-        sum = vaddq_s32(sum,
-                        vaddq_s32(vld1q_s32(t.col_offset + v * 4), vdupq_n_s32(t.row_offset[r])));
-      }
-      vst1q_s32(c + v * 4, sum);
-    }
-  }
+  // NEON's max/min keep NaN where x86's return the bound, so the sums finish
+  // one lane at a time (simd::Scalar has the x86 semantics).
+  int32_t sum[R][kCols];
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < kVecs; ++v) vst1q_s32(sum[r] + v * 4, acc[r][v]);
+  FinishTile<simd::Scalar, R, kCols>(t, sum);
 }
 
 }  // namespace

@@ -1,35 +1,46 @@
-// Portable micro-kernel over the packed layout (gemm_pack.h); reference
-// behaviour for the vector paths and the fallback on any CPU.
-#include "kernels/int8/gemm_pack.h"
+// gemm_i16s8_4x16c2_scalar: the portable micro-kernel over the AVX2 kernel's
+// layouts (int16 A, int8 pairs of B, 16 columns); the fallback on any CPU.
+#include <cstring>
+
+#include "kernels/int8/gemm_finish_impl.h"
+#include "kernels/simd_scalar.h"
 
 namespace octet::gemm {
 
-void TileScalar(int rows, const TileArgs& t) {
-  constexpr int kCols = 8;  // TileShapeFor(Isa::kScalar).nr
-  for (int r = 0; r < rows; ++r) {
-    uint32_t acc[kCols] = {};
-    for (int64_t g = 0; g < t.k_groups; ++g) {
-      const uint8_t* a = t.a + (g * rows + r) * kGroup;
-      const int8_t* b = t.b + g * kCols * kGroup;
+namespace {
+
+constexpr int kCols = 16;
+
+template <int R>
+void Tile(const TileArgs& t) {
+  int32_t acc[R][kCols] = {};
+  for (int64_t g = 0; g < t.k_groups; ++g) {
+    const int8_t* b = t.b + g * kCols * 2;
+    for (int r = 0; r < R; ++r) {
+      int16_t a[2];
+      std::memcpy(a, t.a + (g * R + r) * 4, sizeof(a));
       for (int j = 0; j < kCols; ++j) {
-        int32_t dot = 0;
-        for (int i = 0; i < kGroup; ++i) dot += a[i] * b[j * kGroup + i];
-        acc[j] += static_cast<uint32_t>(dot);
+        const int32_t dot = a[0] * b[2 * j] + a[1] * b[2 * j + 1];
+        acc[r][j] =
+            static_cast<int32_t>(static_cast<uint32_t>(acc[r][j]) + static_cast<uint32_t>(dot));
       }
     }
-    int32_t* c = t.c + r * t.ldc;
-    for (int j = 0; j < kCols; ++j) {
-      uint32_t v = acc[j];
-      if (t.accumulate) v += static_cast<uint32_t>(c[j]);
-      if (t.row_neg_za) {
-        v += static_cast<uint32_t>(t.row_neg_za[r]) * static_cast<uint32_t>(t.col_term[j]) +
-             static_cast<uint32_t>(t.row_neg_sum[r]) * static_cast<uint32_t>(t.col_zb[j]);
-      }
-      if (t.col_offset) {
-        v += static_cast<uint32_t>(t.col_offset[j]) + static_cast<uint32_t>(t.row_offset[r]);
-      }
-      c[j] = static_cast<int32_t>(v);
-    }
+  }
+  FinishTile<simd::Scalar, R, kCols>(t, acc);
+}
+
+}  // namespace
+
+void TileScalar(int rows, const TileArgs& t) {
+  switch (rows) {
+    case 1:
+      return Tile<1>(t);
+    case 2:
+      return Tile<2>(t);
+    case 3:
+      return Tile<3>(t);
+    default:
+      return Tile<4>(t);
   }
 }
 

@@ -1,8 +1,8 @@
 // Byte interleaves shared by the AVX-512 convolution kernels that rearrange
 // NCHW channel rows into per-pixel channel groups (conv_indirect_avx512vnni.cc,
 // conv_depthwise_vector_avx512vnni.cc), written once for zmm and xmm through a
-// table of the unpack instructions. Include only from files compiled with
-// AVX-512 flags; internal linkage, like requantize_avx512_inline.h.
+// table of the unpack instructions, and the narrowing of requantized lanes to
+// bytes. Include only from files compiled with AVX-512 flags; internal linkage.
 #pragma once
 
 #include <immintrin.h>
@@ -59,6 +59,16 @@ template <typename T>
   u[1] = T::Hi64(t0, t2);
   u[2] = T::Lo64(t1, t3);
   u[3] = T::Hi64(t1, t3);
+}
+
+// 4 zmm of 16 int32 values, each within the output type's range, narrowed
+// with the saturating packs (exact in range) and left in their per-lane
+// interleave: 128-bit lane l holds dwords 4l..4l+3 of a, then of b, c and d,
+// as 4 bytes each. For callers that shuffle the bytes further anyway.
+[[gnu::always_inline]] inline __m512i NarrowToLaneBytes(__m512i a, __m512i b, __m512i c, __m512i d,
+                                                        bool is_signed) {
+  const __m512i ab = _mm512_packs_epi32(a, b), cd = _mm512_packs_epi32(c, d);
+  return is_signed ? _mm512_packs_epi16(ab, cd) : _mm512_packus_epi16(ab, cd);
 }
 
 }  // namespace

@@ -1,11 +1,11 @@
-// The epilogues (kernels/int8/requantize.h) on every instruction-set path:
-// each vectorized path must give the scalar path's bytes, and the scalar path
-// must give the documented formula written out independently here, on random
-// inputs, .5 ties, NaN and infinite products, saturation at zero points on the
-// type limits, and column counts around the vector widths, whole and in column
-// blocks with ColumnsFrom (as the GEMM's fused epilogue calls them). Every buffer ends
-// right before an inaccessible page, so an over-read or over-write faults.
-#include "kernels/int8/requantize.h"
+// The epilogue (kernels/int8/epilogue.h) on every instruction-set path: the
+// reference ApplyEpilogue and each block path must give the documented formula
+// written out independently here, on random inputs, .5 ties, NaN and infinite
+// products, saturation at zero points on the type limits, and column counts
+// around the vector widths, whole and in column blocks (as a product's blocks
+// reach it). Every buffer ends right before an inaccessible page, so an
+// over-read or over-write faults.
+#include "kernels/int8/epilogue.h"
 
 #include <gtest/gtest.h>
 
@@ -28,7 +28,7 @@ using int_test::RoundHalfEven;
 using int_test::TypeMax;
 using int_test::TypeMin;
 
-// docs/int8.md, written independently of requantize.h: float32(acc + bias
+// docs/epilogue.md, written independently of epilogue.h: float32(acc + bias
 // with int32 wrap) * multiplier, clamp in float with NaN -> low bound, round
 // half to even (by comparison with the floor), + zero point.
 int ExpectedValue(int32_t acc, int32_t bias, float multiplier, int zero, DType type) {
@@ -118,13 +118,11 @@ TEST(RequantizeEpilogue, EveryPathMatchesTheFormulaOnRandomTiesNaNAndSaturation)
         for (int64_t i = 0; i < (c.bias_per_column ? c.cols : 1); ++i)
           bias[i] = rng() % 4 == 0 ? static_cast<int32_t>(rng())
                                    : static_cast<int32_t>(rng() % 2001) - 1000;
-        RequantizeParams p;
-        p.multiplier = multipliers.data();
-        p.multiplier_per_column = c.multiplier_per_column;
-        p.bias = c.bias ? bias.data() : nullptr;
-        p.bias_per_column = c.bias_per_column;
+        Epilogue p;
+        p.output = EightBitOutput(type);
+        p.multiplier = {multipliers.data(), false, c.multiplier_per_column};
+        if (c.bias) p.bias = {bias.data(), false, c.bias_per_column};
         p.zero_point = zero;
-        p.output_type = type;
         // Every other case also clamps the output (an absorbed Relu / Clip):
         // bounds inside the type, on its limits or beyond them.
         int y_min = TypeMin(type), y_max = TypeMax(type);
@@ -143,18 +141,26 @@ TEST(RequantizeEpilogue, EveryPathMatchesTheFormulaOnRandomTiesNaNAndSaturation)
                               c.bias ? bias[c.bias_per_column ? col : 0] : 0,
                               multipliers[c.multiplier_per_column ? col : 0], zero, type),
                 y_min, y_max));
+        for (int64_t r = 0; r < c.rows; ++r) {
+          for (int64_t col = 0; col < c.cols; ++col) {
+            uint8_t got = 0;
+            ApplyEpilogue(p, acc[r * c.ld_acc + col], r, col, &got);
+            ASSERT_EQ(got, expected[r * c.ld_out + col]) << "ApplyEpilogue at " << r << "," << col;
+          }
+        }
         for (Isa isa : SupportedIsas()) {
           SCOPED_TRACE(std::string(IsaName(isa)) + " " + DTypeName(type) + " cols " +
                        std::to_string(c.cols) + " zero " + std::to_string(zero));
           GuardedBuffer<uint8_t> out(c.rows * c.ld_out);
           std::memset(out.data(), 0xA5, c.rows * c.ld_out);
-          RequantizeS32(acc.data(), c.ld_acc, c.rows, c.cols, p, out.data(), c.ld_out, isa);
+          ApplyEpilogueBlock(p, acc.data(), c.ld_acc, 0, c.rows, 0, c.cols, out.data(), c.ld_out,
+                             isa);
           ASSERT_EQ(std::vector<uint8_t>(out.data(), out.data() + c.rows * c.ld_out), expected);
-          // The same in column blocks, as the GEMM hands them over (ColumnsFrom).
+          // The same in column blocks (col0 places each block's operands).
           std::memset(out.data(), 0xA5, c.rows * c.ld_out);
           for (const auto& [c0, c1] : ColumnBlocks(c.cols)) {
-            RequantizeS32(acc.data() + c0, c.ld_acc, c.rows, c1 - c0, ColumnsFrom(p, c0),
-                          out.data() + c0, c.ld_out, isa);
+            ApplyEpilogueBlock(p, acc.data() + c0, c.ld_acc, 0, c.rows, c0, c1 - c0,
+                               out.data() + c0, c.ld_out, isa);
           }
           ASSERT_EQ(std::vector<uint8_t>(out.data(), out.data() + c.rows * c.ld_out), expected)
               << "in column blocks";
@@ -198,13 +204,11 @@ TEST(FloatEpilogue, EveryPathMatchesTheFormulaBitForBit) {
         bias[i] = bias_dist(rng);
         int_bias[i] = static_cast<int32_t>(rng());
       }
-      FloatOutputParams p;
-      p.scale = scales.data();
-      p.scale_per_column = c.multiplier_per_column;
-      p.bias = c.bias ? bias.data() : nullptr;
-      p.bias_per_column = c.bias_per_column;
-      p.acc_bias = acc_bias ? int_bias.data() : nullptr;
-      p.acc_bias_per_column = c.bias_per_column;
+      Epilogue p;
+      p.output = EpilogueOutput::kFloat;
+      p.multiplier = {scales.data(), false, c.multiplier_per_column};
+      if (c.bias) p.float_bias = {bias.data(), false, c.bias_per_column};
+      if (acc_bias) p.bias = {int_bias.data(), false, c.bias_per_column};
 
       std::vector<uint32_t> expected(c.rows * c.ld_out, 0xDEADBEEF);
       for (int64_t r = 0; r < c.rows; ++r) {
@@ -215,20 +219,28 @@ TEST(FloatEpilogue, EveryPathMatchesTheFormulaBitForBit) {
               scales[c.multiplier_per_column ? col : 0], c.bias ? &bias[pc] : nullptr));
         }
       }
+      for (int64_t r = 0; r < c.rows; ++r) {
+        for (int64_t col = 0; col < n; ++col) {
+          float got = 0;
+          ApplyEpilogue(p, acc[r * c.ld_acc + col], r, col, &got);
+          ASSERT_EQ(Bits(got), expected[r * c.ld_out + col])
+              << "ApplyEpilogue at " << r << "," << col;
+        }
+      }
       for (Isa isa : SupportedIsas()) {
         SCOPED_TRACE(std::string(IsaName(isa)) + " cols " + std::to_string(n));
         GuardedBuffer<float> out(c.rows * c.ld_out);
         std::vector<uint32_t> got(c.rows * c.ld_out, 0xDEADBEEF);
         std::memcpy(out.data(), got.data(), got.size() * sizeof(float));
-        ScaleS32ToFloat(acc.data(), c.ld_acc, c.rows, n, p, out.data(), c.ld_out, isa);
+        ApplyEpilogueBlock(p, acc.data(), c.ld_acc, 0, c.rows, 0, n, out.data(), c.ld_out, isa);
         std::memcpy(got.data(), out.data(), got.size() * sizeof(float));
         ASSERT_EQ(got, expected);
-        // The same in column blocks, as the GEMM hands them over (ColumnsFrom).
+        // The same in column blocks (col0 places each block's operands).
         std::fill(got.begin(), got.end(), 0xDEADBEEF);
         std::memcpy(out.data(), got.data(), got.size() * sizeof(float));
         for (const auto& [c0, c1] : ColumnBlocks(n)) {
-          ScaleS32ToFloat(acc.data() + c0, c.ld_acc, c.rows, c1 - c0, ColumnsFrom(p, c0),
-                          out.data() + c0, c.ld_out, isa);
+          ApplyEpilogueBlock(p, acc.data() + c0, c.ld_acc, 0, c.rows, c0, c1 - c0, out.data() + c0,
+                             c.ld_out, isa);
         }
         std::memcpy(got.data(), out.data(), got.size() * sizeof(float));
         ASSERT_EQ(got, expected) << "in column blocks";
@@ -241,34 +253,72 @@ TEST(RequantizeEpilogue, RefusesAPathThisMachineLacks) {
   const float one = 1.f;
   const int32_t acc = 1;
   uint8_t out = 0;
-  float out_float = 0.f;
-  RequantizeParams p;
-  p.multiplier = &one;
-  FloatOutputParams f;
-  f.scale = &one;
+  Epilogue p;
+  p.output = EpilogueOutput::kUInt8;
+  p.multiplier = {&one};
   for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni, Isa::kNeonDot}) {
     if (IsaSupported(isa)) continue;
-    EXPECT_THROW(RequantizeS32(&acc, 1, 1, 1, p, &out, 1, isa), Error) << IsaName(isa);
-    EXPECT_THROW(ScaleS32ToFloat(&acc, 1, 1, 1, f, &out_float, 1, isa), Error) << IsaName(isa);
+    EXPECT_THROW(ApplyEpilogueBlock(p, &acc, 1, 0, 1, 0, 1, &out, 1, isa), Error) << IsaName(isa);
   }
-  p.output_type = DType::kInt32;
-  EXPECT_THROW(RequantizeS32(&acc, 1, 1, 1, p, &out, 1, Isa::kScalar), Error);
+  p.multiplier = {};
+  EXPECT_THROW(ApplyEpilogueBlock(p, &acc, 1, 0, 1, 0, 1, &out, 1, Isa::kScalar), Error);
+  EXPECT_THROW(EightBitOutput(DType::kInt32), Error);
 }
 
-TEST(RequantizeEpilogue, RefusesAnEmptyClamp) {
+TEST(RequantizeEpilogue, RefusesAnEmptyClampAndAZeroPointOutsideTheType) {
   const float one = 1.f;
   const int32_t acc = 1;
   uint8_t out = 0;
-  RequantizeParams p;
-  p.multiplier = &one;
+  Epilogue p;
+  p.output = EpilogueOutput::kUInt8;
+  p.multiplier = {&one};
   p.y_min = 300;  // above uint8's range
-  EXPECT_THROW(RequantizeS32(&acc, 1, 1, 1, p, &out, 1, Isa::kScalar), Error);
+  EXPECT_THROW(ApplyEpilogueBlock(p, &acc, 1, 0, 1, 0, 1, &out, 1, Isa::kScalar), Error);
   p.y_min = 10;
   p.y_max = 9;
-  EXPECT_THROW(RequantizeS32(&acc, 1, 1, 1, p, &out, 1, Isa::kScalar), Error);
+  EXPECT_THROW(ApplyEpilogueBlock(p, &acc, 1, 0, 1, 0, 1, &out, 1, Isa::kScalar), Error);
   p.y_max = 10;
-  RequantizeS32(&acc, 1, 1, 1, p, &out, 1, Isa::kScalar);
+  ApplyEpilogueBlock(p, &acc, 1, 0, 1, 0, 1, &out, 1, Isa::kScalar);
   EXPECT_EQ(out, 10);
+  p.y_min = INT32_MIN, p.y_max = INT32_MAX;
+  p.zero_point = 256;
+  EXPECT_THROW(ApplyEpilogueBlock(p, &acc, 1, 0, 1, 0, 1, &out, 1, Isa::kScalar), Error);
+}
+
+// Per-row operands: row r reads data + stride * r, or + stride * row_index[r];
+// EpilogueFromRow makes the epilogue of rows from row0 on.
+TEST(Epilogue, PerRowOperandsAndRowIndex) {
+  const int32_t bias[6] = {10, -20, 30, -40, 50, -60};
+  const float multipliers[4] = {0.5f, 2.0f, -1.0f, 0.25f};
+  const int32_t row_index[3] = {1, 0, 1};
+  Epilogue e;
+  e.output = EpilogueOutput::kInt32;
+  e.bias = {bias, true, true, 2};  // a [3, 2] bias
+  for (Isa isa : SupportedIsas()) {
+    const int32_t acc[6] = {1, 2, 3, 4, 5, 6};
+    int32_t out[6] = {};
+    ApplyEpilogueBlock(e, acc, 2, 0, 3, 0, 2, out, 2, isa);
+    EXPECT_EQ(std::vector<int32_t>(out, out + 6), (std::vector<int32_t>{11, -18, 33, -36, 55, -54}))
+        << IsaName(isa);
+    // Rows 1 and 2 alone, as a product of their own.
+    int32_t tail[4] = {};
+    ApplyEpilogueBlock(EpilogueFromRow(e, 1), acc + 2, 2, 0, 2, 0, 2, tail, 2, isa);
+    EXPECT_EQ(std::vector<int32_t>(tail, tail + 4), (std::vector<int32_t>{33, -36, 55, -54}));
+  }
+  Epilogue f;
+  f.output = EpilogueOutput::kFloat;
+  f.multiplier = {multipliers, true, true, 2, row_index};  // rows of a [2, 2] table
+  for (Isa isa : SupportedIsas()) {
+    const int32_t acc[6] = {4, 4, 4, 4, 4, 4};
+    float out[6] = {};
+    ApplyEpilogueBlock(f, acc, 2, 0, 3, 0, 2, out, 2, isa);
+    EXPECT_EQ(std::vector<float>(out, out + 6),
+              (std::vector<float>{-4.f, 1.f, 2.f, 8.f, -4.f, 1.f}))
+        << IsaName(isa);
+    float tail[2] = {};
+    ApplyEpilogueBlock(EpilogueFromRow(f, 1), acc, 2, 0, 1, 0, 2, tail, 2, isa);
+    EXPECT_EQ(std::vector<float>(tail, tail + 2), (std::vector<float>{2.f, 8.f}));
+  }
 }
 
 }  // namespace

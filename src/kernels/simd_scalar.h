@@ -1,0 +1,65 @@
+// One lane of kernels/simd_avx2.h's interface, in portable C++: kernels written
+// once over a vector type V run with it on any CPU, as the reference of their
+// vector forms. Only the operations the integer epilogues use.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+namespace octet::simd {
+namespace {
+
+struct Scalar {
+  static constexpr int kWidth = 1;
+  using F = float;
+  using I = int32_t;
+
+  static F Load(const float* p) { return *p; }
+  static F LoadPartial(const float* p, int count, float fill) { return count > 0 ? *p : fill; }
+  static void Store(float* p, F v) { *p = v; }
+  static void StorePartial(float* p, F v, int count) {
+    if (count > 0) *p = v;
+  }
+  static F Set(float v) { return v; }
+  static F Add(F a, F b) { return a + b; }
+  static F Mul(F a, F b) { return a * b; }
+  // x86 semantics: the second operand when either is NaN.
+  static F Min(F a, F b) { return a < b ? a : b; }
+  static F Max(F a, F b) { return a > b ? a : b; }
+  static F ToFloat(I a) { return static_cast<float>(a); }
+  // cvtps2dq: round half to even (the default rounding mode), INT32_MIN for NaN
+  // and values outside int32.
+  static I RoundToInt(F a) {
+    if (!(a >= -2147483648.0f && a < 2147483648.0f)) return INT32_MIN;
+    return static_cast<int32_t>(std::nearbyint(a));
+  }
+
+  // int32 lanes, wrap-around arithmetic.
+  static I LoadI(const int32_t* p) { return *p; }
+  static I LoadIPartial(const int32_t* p, int count) { return count > 0 ? *p : 0; }
+  static void StoreI(int32_t* p, I v) { *p = v; }
+  static void StoreIPartial(int32_t* p, I v, int count) {
+    if (count > 0) *p = v;
+  }
+  static I AddI(I a, I b) {
+    return static_cast<int32_t>(static_cast<uint32_t>(a) + static_cast<uint32_t>(b));
+  }
+  static I MulI(I a, I b) {
+    return static_cast<int32_t>(static_cast<uint32_t>(a) * static_cast<uint32_t>(b));
+  }
+  static I SetI(int32_t v) { return v; }
+
+  // int32 lanes stored as their low sizeof(T) bytes.
+  template <typename T>
+  static void StoreLow(T* p, I v) {
+    *p = static_cast<T>(v);
+  }
+  template <typename T>
+  static void StoreLowPartial(T* p, I v, int count) {
+    if (count > 0) *p = static_cast<T>(v);
+  }
+};
+
+}  // namespace
+}  // namespace octet::simd
