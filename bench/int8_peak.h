@@ -79,7 +79,7 @@ inline std::vector<PeakLoop> PeakLoops() {
       {"vpdpbusd zmm (AVX-512 VNNI)", Isa::kAvx512Vnni, 12 * 64, DpbusdZmm},
       {"vpdpbusd ymm (AVX-512 VNNI, EVEX)", Isa::kAvx512Vnni, 12 * 32, DpbusdYmmEvex},
       {"vpdpbusd ymm (AVX-VNNI, VEX)", Isa::kAvxVnni, 12 * 32, DpbusdYmmVex},
-      {"vpmaddwd+vpaddd zmm (int16, exact)", Isa::kAvx512Vnni, 12 * 32, MaddwdZmm},
+      {"vpmaddwd+vpaddd zmm (int16, exact)", Isa::kAvx512, 12 * 32, MaddwdZmm},
       {"vpmaddwd+vpaddd ymm (AVX2, exact)", Isa::kAvx2, 12 * 16, MaddwdYmm},
       {"vpdpbusd zmm + vfmadd231ps (dp MACs)", Isa::kAvx512Vnni, 6 * 64, DpbusdWithFmaZmm},
   };

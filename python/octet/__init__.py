@@ -138,7 +138,7 @@ class InferenceSession:
 
 def active_isa():
     """The instruction-set path octet's kernels use here: OCTET_ISA when set, else the best
-    this CPU runs ("scalar", "avx2", "avxvnni", "avx512vnni", "neondot")."""
+    this CPU runs ("scalar", "avx2", "avxvnni", "avx512", "avx512vnni", "neondot")."""
     return _octet.active_isa()
 
 

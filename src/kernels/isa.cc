@@ -21,7 +21,8 @@ namespace {
 struct CpuFeatures {
   bool avx2 = false;         // AVX2 + FMA + F16C with OS-saved ymm state
   bool avx_vnni = false;     // AVX-VNNI (VEX vpdpbusd) on top of avx2
-  bool avx512_vnni = false;  // AVX-512 F/BW/DQ/VL/VNNI with OS-saved zmm state
+  bool avx512 = false;       // AVX-512 F/BW/DQ/VL with OS-saved zmm state
+  bool avx512_vnni = false;  // and AVX512_VNNI
   bool avx512_vbmi = false;  // AVX512_VBMI (byte permutes) on top of avx512_vnni
   bool neon_dot = false;     // Armv8.2 SDOT/UDOT
 };
@@ -58,7 +59,8 @@ CpuFeatures DetectFeatures() {
   }
   f.avx2 = os_ymm && avx2 && fma && f16c;
   f.avx_vnni = f.avx2 && avxvnni;
-  f.avx512_vnni = f.avx2 && os_zmm && avx512f && avx512dq && avx512bw && avx512vl && avx512vnni;
+  f.avx512 = f.avx2 && os_zmm && avx512f && avx512dq && avx512bw && avx512vl;
+  f.avx512_vnni = f.avx512 && avx512vnni;
   f.avx512_vbmi = f.avx512_vnni && avx512vbmi;
 #elif defined(__aarch64__) && defined(__linux__)
   f.neon_dot = getauxval(AT_HWCAP) & HWCAP_ASIMDDP;
@@ -77,7 +79,7 @@ const CpuFeatures& Features() {
 
 std::vector<Isa> SupportedIsas() {
   std::vector<Isa> isas;
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni, Isa::kNeonDot})
+  for (Isa isa : kAllIsas)
     if (IsaSupported(isa)) isas.push_back(isa);
   return isas;
 }
@@ -92,6 +94,8 @@ const char* IsaName(Isa isa) {
       return "avx2";
     case Isa::kAvxVnni:
       return "avxvnni";
+    case Isa::kAvx512:
+      return "avx512";
     case Isa::kAvx512Vnni:
       return "avx512vnni";
     case Isa::kNeonDot:
@@ -101,10 +105,10 @@ const char* IsaName(Isa isa) {
 }
 
 Isa ParseIsa(std::string_view name) {
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni, Isa::kNeonDot}) {
+  for (Isa isa : kAllIsas) {
     if (name == IsaName(isa)) return isa;
   }
-  Fail("OCTET_ISA='", name, "' is not one of scalar, avx2, avxvnni, avx512vnni, neondot");
+  Fail("OCTET_ISA='", name, "' is not one of scalar, avx2, avxvnni, avx512, avx512vnni, neondot");
 }
 
 const char* IsaUnsupportedReason(Isa isa) {
@@ -117,6 +121,8 @@ const char* IsaUnsupportedReason(Isa isa) {
       return f.avx2 ? "" : "this CPU/OS lacks AVX2+FMA+F16C with saved ymm state";
     case Isa::kAvxVnni:
       return f.avx_vnni ? "" : "this CPU/OS lacks AVX-VNNI (cpuid 7.1 eax bit 4) with AVX2";
+    case Isa::kAvx512:
+      return f.avx512 ? "" : "this CPU/OS lacks AVX-512 F/BW/DQ/VL with saved zmm state";
     case Isa::kAvx512Vnni:
       return f.avx512_vnni ? "" : "this CPU/OS lacks AVX-512 F/BW/DQ/VL/VNNI with saved zmm state";
     case Isa::kNeonDot:
@@ -124,6 +130,7 @@ const char* IsaUnsupportedReason(Isa isa) {
 #else
     case Isa::kAvx2:
     case Isa::kAvxVnni:
+    case Isa::kAvx512:
     case Isa::kAvx512Vnni:
       return "x86 paths are only built on x86-64";
     case Isa::kNeonDot:
@@ -136,7 +143,7 @@ const char* IsaUnsupportedReason(Isa isa) {
 bool IsaSupported(Isa isa) { return IsaUnsupportedReason(isa)[0] == '\0'; }
 
 Isa BestIsa() {
-  for (Isa isa : {Isa::kAvx512Vnni, Isa::kAvxVnni, Isa::kAvx2, Isa::kNeonDot}) {
+  for (Isa isa : {Isa::kAvx512Vnni, Isa::kAvx512, Isa::kAvxVnni, Isa::kAvx2, Isa::kNeonDot}) {
     if (IsaSupported(isa)) return isa;
   }
   return Isa::kScalar;

@@ -13,7 +13,7 @@ from onnx import TensorProto, helper, numpy_helper
 import octet
 
 OCTET = os.path.join(os.path.dirname(sys.executable), "octet")
-ISA_NAMES = {"scalar", "avx2", "avxvnni", "avx512vnni", "neondot"}
+ISA_NAMES = {"scalar", "avx2", "avxvnni", "avx512", "avx512vnni", "neondot"}
 
 
 def python_with_isa(isa, code):

@@ -434,7 +434,7 @@ TEST(Int8Conv, Errors) {
   huge.in_channels = 4000;
   huge.kernel_h = huge.kernel_w = 3;
   expect_error([&] { const Int8Conv too_long(huge, w_op, ActiveIsa()); }, "exceed 33025");
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni, Isa::kNeonDot}) {
+  for (Isa isa : kAllIsas) {
     if (!IsaSupported(isa))
       expect_error([&] { const Int8Conv unsupported(g, w_op, isa); }, "cannot run here");
   }

@@ -256,7 +256,7 @@ TEST(RequantizeEpilogue, RefusesAPathThisMachineLacks) {
   Epilogue p;
   p.output = EpilogueOutput::kUInt8;
   p.multiplier = {&one};
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni, Isa::kNeonDot}) {
+  for (Isa isa : kAllIsas) {
     if (IsaSupported(isa)) continue;
     EXPECT_THROW(ApplyEpilogueBlock(p, &acc, 1, 0, 1, 0, 1, &out, 1, isa), Error) << IsaName(isa);
   }

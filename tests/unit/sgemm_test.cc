@@ -66,7 +66,7 @@ void ExpectNearDouble(const Problem& p, const std::vector<float>& c) {
 
 std::vector<SgemmPath> SupportedPaths() {
   std::vector<SgemmPath> paths;
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512Vnni})
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Vnni})
     if (IsaSupported(isa)) paths.push_back(SgemmPathFor(isa));
   return paths;
 }

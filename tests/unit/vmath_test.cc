@@ -33,7 +33,7 @@ using VmathFn = void (*)(const float*, float*, int64_t, Isa);
 const std::vector<Isa>& Paths() {
   static const std::vector<Isa> paths = [] {
     std::vector<Isa> p;
-    for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512Vnni})
+    for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Vnni})
       if (IsaSupported(isa)) p.push_back(isa);
     return p;
   }();

@@ -148,6 +148,7 @@ void CheckPacked(const SgemmPacked& p, int64_t rows, int64_t K, SgemmPath path, 
 
 SgemmPath SgemmPathFor(Isa isa) {
   switch (isa) {
+    case Isa::kAvx512:
     case Isa::kAvx512Vnni:
       return SgemmPath::kAvx512;
     case Isa::kAvx2:

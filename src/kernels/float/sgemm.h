@@ -17,7 +17,7 @@ namespace octet {
 
 class ThreadPool;
 
-// The float path for an integer-kernel Isa: kAvx512Vnni -> AVX-512,
+// The float path for an integer-kernel Isa: kAvx512 / kAvx512Vnni -> AVX-512,
 // kAvx2/kAvxVnni -> AVX2, anything else -> scalar.
 enum class SgemmPath { kScalar, kAvx2, kAvx512 };
 SgemmPath SgemmPathFor(Isa isa);

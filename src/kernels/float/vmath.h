@@ -3,7 +3,7 @@
 // LayerNormalization.
 //
 // Every function has an AVX-512, an AVX2 and a scalar path, chosen by `isa`
-// (kAvx512Vnni -> AVX-512, kAvx2/kAvxVnni -> AVX2, anything else -> scalar).
+// (kAvx512 / kAvx512Vnni -> AVX-512, kAvx2/kAvxVnni -> AVX2, anything else -> scalar).
 // All paths evaluate the same operations in the same order on every element
 // (explicit fused multiply-adds, no contraction, row sums over 16 fixed lanes
 // added as one fixed tree), so they give the same bits as each other, and the

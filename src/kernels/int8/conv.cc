@@ -557,15 +557,18 @@ class DepthwisePath : public conv::Path {
     const auto* x_bytes = static_cast<const uint8_t*>(x.data);
     std::vector<int64_t> tap_offsets(g.kernel_w);
     conv::DepthwiseTapOffsets(g, phase_len, tap_offsets.data());
+    auto build_plane = conv::BuildDepthwisePlane;
+    auto channel_fn = conv::DepthwiseChannelScalar;
 #if defined(__x86_64__) || defined(_M_X64)
-    const bool vnni = isa_ == Isa::kAvx512Vnni;
-    const auto build_plane = vnni ? conv::BuildDepthwisePlaneAvx512 : conv::BuildDepthwisePlane;
-    const auto channel_fn = vnni ? conv::DepthwiseChannelAvx512Vnni : conv::DepthwiseChannelScalar;
-#else
-    const bool vnni = false;
-    const auto build_plane = conv::BuildDepthwisePlane;
-    const auto channel_fn = conv::DepthwiseChannelScalar;
+    if (isa_ == Isa::kAvx512Vnni) {
+      build_plane = conv::BuildDepthwisePlaneAvx512;
+      channel_fn = conv::DepthwiseChannelAvx512Vnni;
+    } else if (isa_ != Isa::kScalar) {
+      channel_fn = conv::DepthwiseChannelAvx2;
+    }
 #endif
+    // The vector kernels read every tap row: the plane gets zero rows around it.
+    const bool padded = channel_fn != conv::DepthwiseChannelScalar;
     const epilogue::RowFn finish_row = epilogue::RowFnFor(isa_);
     const int64_t out_size = e.element_size();
     auto* const y_bytes = static_cast<uint8_t*>(y);
@@ -577,7 +580,7 @@ class DepthwisePath : public conv::Path {
       Scratch& sc = ThreadScratch();
       // The plane's rows follow `padding.top` zero rows and precede `padding.bottom`.
       const conv::DepthwisePaddingRows padding =
-          vnni ? conv::DepthwisePadding(g) : conv::DepthwisePaddingRows{0, 0};
+          padded ? conv::DepthwisePadding(g) : conv::DepthwisePaddingRows{0, 0};
       sc.plane.resize((padding.top + g.in_h + padding.bottom) * row_len);
       int32_t* plane_rows = sc.plane.data() + padding.top * row_len;
       std::fill_n(sc.plane.data(), padding.top * row_len, 0);

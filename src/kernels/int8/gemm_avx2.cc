@@ -11,8 +11,6 @@
 // accumulators hold columns in order.
 #include <immintrin.h>
 
-#include <cstring>
-
 #include "kernels/int8/gemm_finish_impl.h"
 #include "kernels/simd_avx2.h"
 
@@ -20,39 +18,68 @@ namespace octet::gemm {
 
 namespace {
 
-constexpr int kCols = 16;
-constexpr int kGroupBytes = 2;  // of B per column; A holds 2 int16 = 4 bytes per row
+// The accumulation loop, in assembly: written with intrinsics, GCC 12 hoists
+// the six A broadcasts ahead of the multiplies and then keeps most of the 12
+// accumulators on the stack. Here they stay in ymm registers (the compiler
+// allocates them), B in ymm12-13, A's broadcast in ymm14 and each product in
+// ymm15: all 16. One k group per iteration.
+template <int R>
+void Accumulate(__m256i (&acc)[R][2], const uint8_t* a, const int8_t* b, int64_t groups);
 
-inline __m256i BroadcastPair(const uint8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, sizeof(v));
-  return _mm256_set1_epi32(v);
-}
-
-inline __m256i WidenB(const int8_t* p) {
-  return _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-}
+// Row r of a group: its int16 pair of A broadcast, times both halves of B.
+#define OCTET_AVX2_ROW(r)                  \
+  "vpbroadcastd " #r                       \
+  "*4(%[a]), %%ymm14\n\t"                  \
+  "vpmaddwd %%ymm12, %%ymm14, %%ymm15\n\t" \
+  "vpaddd %%ymm15, %[c" #r "0], %[c" #r    \
+  "0]\n\t"                                 \
+  "vpmaddwd %%ymm13, %%ymm14, %%ymm15\n\t" \
+  "vpaddd %%ymm15, %[c" #r "1], %[c" #r "1]\n\t"
+#define OCTET_AVX2_ACC(r) [c##r##0] "+x"(acc[r][0]), [c##r##1] "+x"(acc[r][1])
+#define OCTET_AVX2_ACCUMULATE(R, ROWS, ...)                                               \
+  template <>                                                                             \
+  [[gnu::always_inline]] inline void Accumulate<R>(__m256i(&acc)[R][2], const uint8_t* a, \
+                                                   const int8_t* b, int64_t groups) {     \
+    asm volatile(                                                                         \
+        ".p2align 4\n"                                                                    \
+        "1:\n\t"                                                                          \
+        "vpmovsxbw (%[b]), %%ymm12\n\t"                                                   \
+        "vpmovsxbw 16(%[b]), %%ymm13\n\t" ROWS                                            \
+        "add $32, %[b]\n\t"                                                               \
+        "add $" #R                                                                        \
+        "*4, %[a]\n\t"                                                                    \
+        "dec %[n]\n\t"                                                                    \
+        "jnz 1b\n\t"                                                                      \
+        : __VA_ARGS__, [a] "+r"(a), [b] "+r"(b), [n] "+r"(groups)                         \
+        :                                                                                 \
+        : "xmm12", "xmm13", "xmm14", "xmm15", "cc", "memory");                            \
+  }
+OCTET_AVX2_ACCUMULATE(1, OCTET_AVX2_ROW(0), OCTET_AVX2_ACC(0))
+OCTET_AVX2_ACCUMULATE(2, OCTET_AVX2_ROW(0) OCTET_AVX2_ROW(1), OCTET_AVX2_ACC(0), OCTET_AVX2_ACC(1))
+OCTET_AVX2_ACCUMULATE(3, OCTET_AVX2_ROW(0) OCTET_AVX2_ROW(1) OCTET_AVX2_ROW(2), OCTET_AVX2_ACC(0),
+                      OCTET_AVX2_ACC(1), OCTET_AVX2_ACC(2))
+OCTET_AVX2_ACCUMULATE(4, OCTET_AVX2_ROW(0) OCTET_AVX2_ROW(1) OCTET_AVX2_ROW(2) OCTET_AVX2_ROW(3),
+                      OCTET_AVX2_ACC(0), OCTET_AVX2_ACC(1), OCTET_AVX2_ACC(2), OCTET_AVX2_ACC(3))
+OCTET_AVX2_ACCUMULATE(5,
+                      OCTET_AVX2_ROW(0) OCTET_AVX2_ROW(1) OCTET_AVX2_ROW(2) OCTET_AVX2_ROW(3)
+                          OCTET_AVX2_ROW(4),
+                      OCTET_AVX2_ACC(0), OCTET_AVX2_ACC(1), OCTET_AVX2_ACC(2), OCTET_AVX2_ACC(3),
+                      OCTET_AVX2_ACC(4))
+OCTET_AVX2_ACCUMULATE(6,
+                      OCTET_AVX2_ROW(0) OCTET_AVX2_ROW(1) OCTET_AVX2_ROW(2) OCTET_AVX2_ROW(3)
+                          OCTET_AVX2_ROW(4) OCTET_AVX2_ROW(5),
+                      OCTET_AVX2_ACC(0), OCTET_AVX2_ACC(1), OCTET_AVX2_ACC(2), OCTET_AVX2_ACC(3),
+                      OCTET_AVX2_ACC(4), OCTET_AVX2_ACC(5))
+#undef OCTET_AVX2_ACCUMULATE
+#undef OCTET_AVX2_ACC
+#undef OCTET_AVX2_ROW
 
 template <int R>
 void Tile(const TileArgs& t) {
-  // Every loop over accumulators is fully unrolled: GCC 12 otherwise keeps the
-  // array in memory and copies it between registers on every group.
   __m256i acc[R][2];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
-  const uint8_t* a = t.a;
-  const int8_t* b = t.b;
-  for (int64_t g = 0; g < t.k_groups; ++g) {
-    const __m256i b_lo = WidenB(b), b_hi = WidenB(b + 16);
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      const __m256i av = BroadcastPair(a + r * 4);
-      acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(av, b_lo));
-      acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(av, b_hi));
-    }
-    a += R * 4;
-    b += kCols * kGroupBytes;
-  }
+  if (t.k_groups > 0) Accumulate<R>(acc, t.a, t.b, t.k_groups);
   FinishTile<simd::Avx2, R, 2>(t, acc);
 }
 

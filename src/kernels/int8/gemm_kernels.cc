@@ -20,6 +20,8 @@ constexpr MicroKernel kKernels[] = {
      BDomain::kSigned8, false, TileAvx2, nullptr, kBlockK / 2},
     {"gemm_u8s8_6x16c4_avxvnni", Isa::kAvxVnni, 6, 16, 4, ADomain::kUnsigned8, false, false,
      BDomain::kSigned8, false, TileAvxVnni, nullptr, kBlockK / 4},
+    {"gemm_i16s8_12x32c2_avx512", Isa::kAvx512, 12, 32, 2, ADomain::kInt16, false, false,
+     BDomain::kSigned8, false, TileAvx512, nullptr, kBlockK / 2},
     {"gemm_u8s8_8x32c4_avx512vnni", Isa::kAvx512Vnni, 8, 32, 4, ADomain::kUnsigned8, false, false,
      BDomain::kSigned8, false, TileAvx512Vnni, nullptr, kBlockK / 4},
     {"gemm_u8s8_8x32c4_rowa_avx512vnni", Isa::kAvx512Vnni, 8, 32, 4, ADomain::kUnsigned8, true,

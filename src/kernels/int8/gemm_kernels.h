@@ -137,6 +137,7 @@ void TileScalar(int rows, const TileArgs& t);
 #if defined(__x86_64__) || defined(_M_X64)
 void TileAvx2(int rows, const TileArgs& t);
 void TileAvxVnni(int rows, const TileArgs& t);
+void TileAvx512(int rows, const TileArgs& t);
 void TileAvx512Vnni(int rows, const TileArgs& t);
 void TileAvx512VnniUnsignedB(int rows, const TileArgs& t);
 void TileAvx512VnniRowMajorA(int rows, const TileArgs& t);

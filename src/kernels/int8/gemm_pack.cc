@@ -60,7 +60,7 @@ int64_t PackRowsBy4Sse2(const uint8_t* a, int64_t ld, int64_t p0, int64_t rows, 
 void PackBytes(const MicroKernel& kernel, const uint8_t* a, bool a_signed, int64_t ld,
                int64_t row_begin, int64_t row_end, int64_t K, uint8_t* dst, int32_t* row_sums) {
   const int g_size = kernel.k_group;
-  const int64_t k_groups = (K + g_size - 1) / g_size, full_groups = K / g_size;
+  const int64_t k_groups = (K + g_size - 1) / g_size;
   const bool unsigned_domain = kernel.a_domain == ADomain::kUnsigned8;
   const bool flip = a_signed == unsigned_domain;
   const uint8_t mask = flip ? 0x80 : 0;
@@ -72,7 +72,7 @@ void PackBytes(const MicroKernel& kernel, const uint8_t* a, bool a_signed, int64
     for (int64_t r = 0; r < rows; ++r) row_sums[p0 + r] = 0;
 #if defined(__SSE2__)
     if (rows % 4 == 0 && unsigned_domain && g_size == 4) {
-      done_groups = PackRowsBy4Sse2(a, ld, p0, rows, full_groups & ~int64_t{3},
+      done_groups = PackRowsBy4Sse2(a, ld, p0, rows, (K / g_size) & ~int64_t{3},
                                     flip ? 0x80808080u : 0u, panel, row_sums);
     }
 #endif
@@ -107,8 +107,28 @@ void PackInt16(const MicroKernel& kernel, const uint8_t* a, bool a_signed, int64
       const uint8_t* src = a + (p0 + r) * ld;
       int16_t* out = panel + r * g_size;
       int32_t sum = 0;
-      int64_t k = 0;
-      for (int64_t g = 0; g < k_groups; ++g) {
+      int64_t k = 0, g = 0;
+#if defined(__SSE2__)
+      if (g_size == 2) {
+        // 8 k at a time: widened to int16 and stored as 4 groups of one 4-byte pair.
+        const __m128i zero = _mm_setzero_si128(), ones = _mm_set1_epi16(1);
+        __m128i sums = zero;
+        for (; k + 8 <= K; k += 8, g += 4) {
+          const __m128i x = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(src + k));
+          const __m128i w =
+              a_signed ? _mm_srai_epi16(_mm_unpacklo_epi8(x, x), 8) : _mm_unpacklo_epi8(x, zero);
+          sums = _mm_add_epi32(sums, _mm_madd_epi16(w, ones));
+          const int32_t pairs[4] = {_mm_cvtsi128_si32(w), _mm_cvtsi128_si32(_mm_srli_si128(w, 4)),
+                                    _mm_cvtsi128_si32(_mm_srli_si128(w, 8)),
+                                    _mm_cvtsi128_si32(_mm_srli_si128(w, 12))};
+          for (int i = 0; i < 4; ++i) std::memcpy(out + (g + i) * step, &pairs[i], sizeof(int32_t));
+        }
+        alignas(16) int32_t lanes[4];
+        _mm_store_si128(reinterpret_cast<__m128i*>(lanes), sums);
+        sum = lanes[0] + lanes[1] + lanes[2] + lanes[3];
+      }
+#endif
+      for (; g < k_groups; ++g) {
         for (int i = 0; i < g_size; ++i, ++k) {
           const int16_t v = k >= K ? 0 : a_signed ? static_cast<int8_t>(src[k]) : src[k];
           out[g * step + i] = v;

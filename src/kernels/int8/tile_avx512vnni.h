@@ -12,7 +12,7 @@
 namespace octet::gemm {
 namespace {
 
-// Columns of a packed B panel: TileShapeFor(Isa::kAvx512Vnni).nr.
+// Columns of a packed B panel of the gemm_*_8x32c4_*avx512vnni kernels.
 constexpr int kTileCols = 32;
 
 // Accumulator sets for a tile of `rows` rows: few rows leave too few independent
