@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -153,9 +152,11 @@ def main(argv=None):
     args.det_variants = args.det_variants.split(",")
 
     import onnxruntime as ort
-    print("# onnxruntime %s, numpy %s, %s, %d cores; load before %s" % (
-        ort.__version__, np.__version__, platform.machine(), os.cpu_count(),
-        tuple(round(v, 2) for v in os.getloadavg())))
+    import octet
+    import host
+    print("# onnxruntime %s, numpy %s; load before %s" % (
+        ort.__version__, np.__version__, tuple(round(v, 2) for v in os.getloadavg())))
+    print("# host: %s" % host.describe(octet))
     print("| model | threads | octet min / median (ms) | ORT min / median (ms) | ORT/octet (min) "
           "| ORT/octet (median) | peak RSS octet / ORT (MiB) | above imports octet / ORT (MiB) "
           "| min row cosine vs ORT |")

@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
-import platform
 import re
 import shutil
 import statistics
@@ -50,6 +49,8 @@ import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import host  # noqa: E402
 DEFAULT_SHAPES = [(1, 1024, 1024), (16, 1024, 1024), (128, 1024, 1024), (512, 1024, 1024),
                   (128, 1024, 4096), (128, 4096, 1024), (1, 4096, 4096)]
 KINDS = ["matmulinteger", "qlinearmatmul", "qdq_s8", "qdq_u8"]
@@ -356,7 +357,8 @@ def main():
         args.repeat, args.loop_s = 3, 0.02
         args.shapes = [s for s in args.shapes if s[0] in (1, 128)][:3]
     octet = import_octet(args.octet_build)
-    print(f"# onnxruntime {ort.__version__}, numpy {np.__version__}, {platform.processor() or platform.machine()}")
+    print(f"# onnxruntime {ort.__version__}, numpy {np.__version__}")
+    print(f"# host: {host.describe(octet)}")
     if args.check_only:
         sys.exit(1 if check(args, octet) else 0)
     bench(args, octet)
