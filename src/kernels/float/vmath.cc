@@ -5,54 +5,17 @@
 #endif
 #include "kernels/float/vmath.h"
 
-#include <bit>
 #include <cmath>
 
 #include "core/thread_pool.h"
 #include "kernels/float/vmath_impl.h"
+#include "kernels/simd_scalar.h"
 
 namespace octet::vmath {
 
 namespace {
 
-// One float at a time, with the same operations as the vector paths.
-struct Scalar {
-  static constexpr int kWidth = 1;
-  using F = float;
-  using I = int32_t;
-  using M = bool;
-  static F Load(const float* p) { return *p; }
-  static F LoadPartial(const float* p, int count, float fill) { return count > 0 ? *p : fill; }
-  static void Store(float* p, F v) { *p = v; }
-  static void StorePartial(float* p, F v, int count) {
-    if (count > 0) *p = v;
-  }
-  static F Set(float v) { return v; }
-  static F Add(F a, F b) { return a + b; }
-  static F Sub(F a, F b) { return a - b; }
-  static F Mul(F a, F b) { return a * b; }
-  static F Div(F a, F b) { return a / b; }
-  static F Fma(F a, F b, F c) { return std::fma(a, b, c); }
-  static F Min(F a, F b) { return a < b ? a : b; }
-  static F Max(F a, F b) { return a > b ? a : b; }
-  static F Abs(F a) { return FromBits(Bits(a) & 0x7fffffff); }
-  static F SignBit(F a) { return FromBits(static_cast<I>(Bits(a) & 0x80000000u)); }
-  static F Or(F a, F b) { return FromBits(Bits(a) | Bits(b)); }
-  static M Less(F a, F b) { return a < b; }
-  static bool AnyLane(M m) { return m; }
-  static F Select(M m, F a, F b) { return m ? a : b; }
-  static I Bits(F a) { return std::bit_cast<I>(a); }
-  static F FromBits(I a) { return std::bit_cast<F>(a); }
-  static I AddI(I a, I b) {
-    return static_cast<I>(static_cast<uint32_t>(a) + static_cast<uint32_t>(b));
-  }
-  static I SubI(I a, I b) {
-    return static_cast<I>(static_cast<uint32_t>(a) - static_cast<uint32_t>(b));
-  }
-  static I SetI(int32_t v) { return v; }
-  static I ShiftRight1(I a) { return a >> 1; }
-  static I ShiftLeft23(I a) { return static_cast<I>(static_cast<uint32_t>(a) << 23); }
-};
+using Scalar = simd::Scalar;  // one float at a time, the vector paths' operations
 
 // Below this much work (about one unit per simple float operation) the pool's
 // hand-off costs more than it saves.

@@ -10,6 +10,7 @@
 
 #include "kernels/int8/conv_pack.h"
 #include "kernels/int8/epilogue_impl.h"
+#include "kernels/int8/gemm_kernels.h"
 #include "kernels/int8/interleave_avx512_inline.h"
 #include "kernels/int8/tile_avx512vnni.h"
 #include "kernels/simd_avx512.h"
@@ -69,24 +70,7 @@ void Tile(const RequantTile& t) {
 
 template <int kVecs>
 void TileRows(int rows, const RequantTile& t) {
-  switch (rows) {
-    case 1:
-      return Tile<1, kVecs>(t);
-    case 2:
-      return Tile<2, kVecs>(t);
-    case 3:
-      return Tile<3, kVecs>(t);
-    case 4:
-      return Tile<4, kVecs>(t);
-    case 5:
-      return Tile<5, kVecs>(t);
-    case 6:
-      return Tile<6, kVecs>(t);
-    case 7:
-      return Tile<7, kVecs>(t);
-    default:
-      return Tile<8, kVecs>(t);
-  }
+  gemm::ForRows<8>(rows, [&]<int R>() { Tile<R, kVecs>(t); });
 }
 
 }  // namespace

@@ -54,7 +54,46 @@ void Accumulate(__m256i (&acc)[R][2], const uint8_t* a, const int8_t* b, int64_t
         :                                                                                 \
         : "xmm12", "xmm13", "xmm14", "xmm15", "cc", "memory");                            \
   }
-OCTET_AVX2_ACCUMULATE(1, OCTET_AVX2_ROW(0), OCTET_AVX2_ACC(0))
+// One row (a GEMV): two groups, one 64-byte line of B, per iteration, products
+// written over the B registers; an odd last group takes one more step.
+template <>
+[[gnu::always_inline]] inline void Accumulate<1>(__m256i (&acc)[1][2], const uint8_t* a,
+                                                 const int8_t* b, int64_t groups) {
+  int64_t pairs = groups / 2;
+  if (pairs > 0) {
+    asm volatile(
+        ".p2align 4\n"
+        "1:\n\t"
+        "vpmovsxbw (%[b]), %%ymm12\n\t"
+        "vpmovsxbw 16(%[b]), %%ymm13\n\t"
+        "vpbroadcastd (%[a]), %%ymm14\n\t"
+        "vpmovsxbw 32(%[b]), %%ymm15\n\t"
+        "vpmaddwd %%ymm12, %%ymm14, %%ymm12\n\t"
+        "vpaddd %%ymm12, %[c00], %[c00]\n\t"
+        "vpmovsxbw 48(%[b]), %%ymm12\n\t"
+        "vpmaddwd %%ymm13, %%ymm14, %%ymm13\n\t"
+        "vpaddd %%ymm13, %[c01], %[c01]\n\t"
+        "vpbroadcastd 4(%[a]), %%ymm14\n\t"
+        "vpmaddwd %%ymm15, %%ymm14, %%ymm15\n\t"
+        "vpaddd %%ymm15, %[c00], %[c00]\n\t"
+        "vpmaddwd %%ymm12, %%ymm14, %%ymm12\n\t"
+        "vpaddd %%ymm12, %[c01], %[c01]\n\t"
+        "add $64, %[b]\n\t"
+        "add $8, %[a]\n\t"
+        "dec %[n]\n\t"
+        "jnz 1b\n\t"
+        : OCTET_AVX2_ACC(0), [a] "+r"(a), [b] "+r"(b), [n] "+r"(pairs)
+        :
+        : "xmm12", "xmm13", "xmm14", "xmm15", "cc", "memory");
+  }
+  if (groups % 2 == 0) return;
+  const __m256i av = _mm256_set1_epi32(*reinterpret_cast<const int32_t*>(a));
+  const __m256i lo = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b)));
+  const __m256i hi =
+      _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 16)));
+  acc[0][0] = _mm256_add_epi32(acc[0][0], _mm256_madd_epi16(av, lo));
+  acc[0][1] = _mm256_add_epi32(acc[0][1], _mm256_madd_epi16(av, hi));
+}
 OCTET_AVX2_ACCUMULATE(2, OCTET_AVX2_ROW(0) OCTET_AVX2_ROW(1), OCTET_AVX2_ACC(0), OCTET_AVX2_ACC(1))
 OCTET_AVX2_ACCUMULATE(3, OCTET_AVX2_ROW(0) OCTET_AVX2_ROW(1) OCTET_AVX2_ROW(2), OCTET_AVX2_ACC(0),
                       OCTET_AVX2_ACC(1), OCTET_AVX2_ACC(2))
@@ -86,20 +125,7 @@ void Tile(const TileArgs& t) {
 }  // namespace
 
 void TileAvx2(int rows, const TileArgs& t) {
-  switch (rows) {
-    case 1:
-      return Tile<1>(t);
-    case 2:
-      return Tile<2>(t);
-    case 3:
-      return Tile<3>(t);
-    case 4:
-      return Tile<4>(t);
-    case 5:
-      return Tile<5>(t);
-    default:
-      return Tile<6>(t);
-  }
+  ForRows<6>(rows, [&]<int R>() { Tile<R>(t); });
 }
 
 }  // namespace octet::gemm

@@ -254,32 +254,7 @@ void Tile(const TileArgs& t) {
 }  // namespace
 
 void TileAvx512(int rows, const TileArgs& t) {
-  switch (rows) {
-    case 1:
-      return Tile<1>(t);
-    case 2:
-      return Tile<2>(t);
-    case 3:
-      return Tile<3>(t);
-    case 4:
-      return Tile<4>(t);
-    case 5:
-      return Tile<5>(t);
-    case 6:
-      return Tile<6>(t);
-    case 7:
-      return Tile<7>(t);
-    case 8:
-      return Tile<8>(t);
-    case 9:
-      return Tile<9>(t);
-    case 10:
-      return Tile<10>(t);
-    case 11:
-      return Tile<11>(t);
-    default:
-      return Tile<12>(t);
-  }
+  ForRows<12>(rows, [&]<int R>() { Tile<R>(t); });
 }
 
 }  // namespace octet::gemm

@@ -45,24 +45,7 @@ void Tile(const TileArgs& t) {
 
 template <bool kUnsignedB, bool kRowMajorA = false>
 void TileRows(int rows, const TileArgs& t) {
-  switch (rows) {
-    case 1:
-      return Tile<1, kUnsignedB, kRowMajorA>(t);
-    case 2:
-      return Tile<2, kUnsignedB, kRowMajorA>(t);
-    case 3:
-      return Tile<3, kUnsignedB, kRowMajorA>(t);
-    case 4:
-      return Tile<4, kUnsignedB, kRowMajorA>(t);
-    case 5:
-      return Tile<5, kUnsignedB, kRowMajorA>(t);
-    case 6:
-      return Tile<6, kUnsignedB, kRowMajorA>(t);
-    case 7:
-      return Tile<7, kUnsignedB, kRowMajorA>(t);
-    default:
-      return Tile<8, kUnsignedB, kRowMajorA>(t);
-  }
+  ForRows<8>(rows, [&]<int R>() { Tile<R, kUnsignedB, kRowMajorA>(t); });
 }
 
 }  // namespace

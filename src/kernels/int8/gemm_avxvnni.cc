@@ -91,20 +91,7 @@ void Tile(const TileArgs& t) {
 }  // namespace
 
 void TileAvxVnni(int rows, const TileArgs& t) {
-  switch (rows) {
-    case 1:
-      return Tile<1>(t);
-    case 2:
-      return Tile<2>(t);
-    case 3:
-      return Tile<3>(t);
-    case 4:
-      return Tile<4>(t);
-    case 5:
-      return Tile<5>(t);
-    default:
-      return Tile<6>(t);
-  }
+  ForRows<6>(rows, [&]<int R>() { Tile<R>(t); });
 }
 
 }  // namespace octet::gemm

@@ -67,16 +67,7 @@ void Tile(const TileArgs& t) {
 }  // namespace
 
 void TileNeonDot(int rows, const TileArgs& t) {
-  switch (rows) {
-    case 1:
-      return Tile<1>(t);
-    case 2:
-      return Tile<2>(t);
-    case 3:
-      return Tile<3>(t);
-    default:
-      return Tile<4>(t);
-  }
+  ForRows<4>(rows, [&]<int R>() { Tile<R>(t); });
 }
 
 }  // namespace octet::gemm
