@@ -564,6 +564,7 @@ class DepthwisePath : public conv::Path {
       build_plane = conv::BuildDepthwisePlaneAvx512;
       channel_fn = conv::DepthwiseChannelAvx512Vnni;
     } else if (isa_ != Isa::kScalar) {
+      build_plane = conv::BuildDepthwisePlaneAvx2;
       channel_fn = conv::DepthwiseChannelAvx2;
     }
 #endif

@@ -49,9 +49,12 @@ void DepthwiseChannelScalar(const ConvGeometry& g, const DepthwisePlane& p, cons
                             int64_t oy_begin, int64_t oy_end, int32_t* out);
 
 #if defined(__x86_64__) || defined(_M_X64)
-// BuildDepthwisePlane with AVX-512 (stride_w 1 and 2 vectorized; same values).
+// BuildDepthwisePlane with AVX-512, and with AVX2 (stride_w 1 and 2 vectorized;
+// same values).
 void BuildDepthwisePlaneAvx512(const ConvGeometry& g, const uint8_t* channel, bool is_signed,
                                int32_t x_zero, int32_t* plane);
+void BuildDepthwisePlaneAvx2(const ConvGeometry& g, const uint8_t* channel, bool is_signed,
+                             int32_t x_zero, int32_t* plane);
 // DepthwiseChannelScalar with AVX-512 VNNI, and with AVX2. Both read every tap
 // row: p.data must have DepthwisePadding(g) zero rows above and below.
 void DepthwiseChannelAvx512Vnni(const ConvGeometry& g, const DepthwisePlane& p, const int32_t* taps,

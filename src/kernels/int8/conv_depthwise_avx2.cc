@@ -1,4 +1,4 @@
-// AVX2 depthwise kernel: one vpmaddwd per tap and 8 output pixels, with w' in
+// AVX2 depthwise kernel and plane. The kernel: one vpmaddwd per tap and 8 output pixels, with w' in
 // the low half of each lane and 0 in the high half, is x' * w' exactly (|x'|,
 // |w'| <= 255 fit int16; the plane's int32 x' has x' in its low half), added
 // into int32 lanes with the int32 wrap-around of the scalar kernel. The
@@ -83,6 +83,54 @@ void Channel(const ConvGeometry& g, const DepthwisePlane& p, const int32_t* taps
   }
 }
 
+// dst[t] = src[t * kStride] - x_zero for t in [0, n), kStride 1 or 2: 8 values
+// per step from 8 (16) bytes, never reading a byte past the last one used (x may
+// be the caller's memory with nothing after it); the tail one value at a time.
+template <bool kSigned, int kStride>
+void WidenRun(const uint8_t* src, int64_t n, int32_t x_zero, int32_t* dst) {
+  const __m256i zero = _mm256_set1_epi32(x_zero);
+  // Even bytes of 16 to the low 8 (stride 2).
+  const __m128i even = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, -1, -1, -1, -1, -1, -1, -1, -1);
+  int64_t t = 0;
+  for (; t + 8 + (kStride - 1) <= n; t += 8) {
+    __m128i bytes;
+    if constexpr (kStride == 1) {
+      bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(src + t));
+    } else {
+      bytes =
+          _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 * t)), even);
+    }
+    const __m256i v = kSigned ? _mm256_cvtepi8_epi32(bytes) : _mm256_cvtepu8_epi32(bytes);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + t), _mm256_sub_epi32(v, zero));
+  }
+  for (; t < n; ++t) {
+    const uint8_t b = src[t * kStride];
+    dst[t] = (kSigned ? static_cast<int8_t>(b) : b) - x_zero;
+  }
+}
+
+template <bool kSigned>
+void BuildPlane(const ConvGeometry& g, const uint8_t* channel, int32_t x_zero, int32_t* plane) {
+  const int64_t phase_len = DepthwisePhaseLength(g), s = g.stride_w;
+  for (int64_t ph = 0; ph < s; ++ph) {
+    // Phase values t with ix = t * s + ph - pad_left inside the row: [lo, hi).
+    const int64_t start = ph - g.pad_left;
+    const int64_t lo = std::min(phase_len, start >= 0 ? 0 : (-start + s - 1) / s);
+    const int64_t hi = std::clamp<int64_t>((g.in_w - start + s - 1) / s, lo, phase_len);
+    for (int64_t iy = 0; iy < g.in_h; ++iy) {
+      const uint8_t* src = channel + iy * g.in_w + start + lo * s;
+      int32_t* dst = plane + (iy * s + ph) * phase_len;
+      std::fill_n(dst, lo, 0);
+      if (s == 1) {
+        WidenRun<kSigned, 1>(src, hi - lo, x_zero, dst + lo);
+      } else {
+        WidenRun<kSigned, 2>(src, hi - lo, x_zero, dst + lo);
+      }
+      std::fill(dst + hi, dst + phase_len, 0);
+    }
+  }
+}
+
 }  // namespace
 
 void DepthwiseChannelAvx2(const ConvGeometry& g, const DepthwisePlane& p, const int32_t* taps,
@@ -97,6 +145,16 @@ void DepthwiseChannelAvx2(const ConvGeometry& g, const DepthwisePlane& p, const 
       return Channel<3, 3>(g, p, taps, oy_begin, oy_end, out);
     default:
       return Channel<4, 2>(g, p, taps, oy_begin, oy_end, out);
+  }
+}
+
+void BuildDepthwisePlaneAvx2(const ConvGeometry& g, const uint8_t* channel, bool is_signed,
+                             int32_t x_zero, int32_t* plane) {
+  if (g.stride_w > 2) return BuildDepthwisePlane(g, channel, is_signed, x_zero, plane);
+  if (is_signed) {
+    BuildPlane<true>(g, channel, x_zero, plane);
+  } else {
+    BuildPlane<false>(g, channel, x_zero, plane);
   }
 }
 

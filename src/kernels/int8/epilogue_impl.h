@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 
 #include "kernels/int8/epilogue.h"
 
@@ -22,9 +23,12 @@ template <typename V>
 struct Requant {
   typename V::F lo, hi;
   typename V::I zero_point;
+
   Requant(float l, float h, int32_t zp) : lo(V::Set(l)), hi(V::Set(h)), zero_point(V::SetI(zp)) {}
-  explicit Requant(const Epilogue& e)
-      : Requant(EpilogueFloatClamp(e).first, EpilogueFloatClamp(e).second, e.zero_point) {}
+  explicit Requant(const Epilogue& e) : Requant(EpilogueFloatClamp(e), e.zero_point) {}
+
+ private:
+  Requant(std::pair<float, float> clamp, int32_t zp) : Requant(clamp.first, clamp.second, zp) {}
 };
 
 // float(sum) * multiplier, clamped to [lo, hi] (NaN -> lo), rounded half to
