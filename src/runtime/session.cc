@@ -39,6 +39,11 @@ std::string DimToString(const Dim &d) {
   return d.symbol.empty() ? "?" : d.symbol;
 }
 
+bool EnvIs(const char *name, const char *value) {
+  const char *v = std::getenv(name);
+  return v != nullptr && std::string(v) == value;
+}
+
 std::string DeclaredShape(const std::vector<Dim> &dims) {
   std::string s = "[";
   for (size_t i = 0; i < dims.size(); ++i) {
@@ -73,13 +78,14 @@ struct InferenceSession::Impl {
   ~Impl() { PrintProfile(); }
   void PrintProfile() const;
 
-  void Prepare(int threads);
+  void Prepare(const SessionOptions &options);
   std::vector<Tensor> Run(const std::vector<std::pair<std::string, Tensor>> &feeds,
                           const std::vector<std::string> &output_names);
   void CheckFeed(const Value &v, const Tensor &t, std::map<std::string, int64_t> &symbols) const;
 };
 
-void InferenceSession::Impl::Prepare(int threads) {
+void InferenceSession::Impl::Prepare(const SessionOptions &options) {
+  int threads = options.threads;
   OCTET_CHECK(threads >= 0, "threads must be >= 0 (0 = one per core), got ", threads);
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
   pool = std::make_unique<ThreadPool>(threads);
@@ -88,7 +94,14 @@ void InferenceSession::Impl::Prepare(int threads) {
   profile = profile_env && std::string(profile_env) == "1";
 
   Graph &g = model.graph;
-  ApplyRewrites(g, EvaluateNode);
+  const RewriteOptions rewrite_options{options.rewrites,
+                                       options.float_matmul == FloatMatMul::kInt8};
+  const QdqReport report = ApplyRewrites(g, EvaluateNode, rewrite_options);
+  if (options.rewrite_report) {
+    options.rewrite_report(FormatQdqReport(report));
+  } else if (rewrite_options.enabled && !EnvIs("OCTET_QDQ", "0") && EnvIs("OCTET_QDQ_DEBUG", "1")) {
+    std::fprintf(stderr, "%s", FormatQdqReport(report).c_str());
+  }
   value_types.assign(g.values.size(), DType::kUndefined);
   for (int v : g.inputs) {
     const Value &val = g.values[v];
@@ -276,7 +289,7 @@ std::unique_ptr<InferenceSession> InferenceSession::FromFile(const std::string &
                                                              const SessionOptions &options) {
   auto impl = std::make_unique<Impl>();
   impl->model = LoadModelFromFile(path);
-  impl->Prepare(options.threads);
+  impl->Prepare(options);
   return std::unique_ptr<InferenceSession>(new InferenceSession(std::move(impl)));
 }
 
@@ -284,7 +297,15 @@ std::unique_ptr<InferenceSession> InferenceSession::FromBytes(const void *data, 
                                                               const SessionOptions &options) {
   auto impl = std::make_unique<Impl>();
   impl->model = LoadModelFromBytes(data, size, "");
-  impl->Prepare(options.threads);
+  impl->Prepare(options);
+  return std::unique_ptr<InferenceSession>(new InferenceSession(std::move(impl)));
+}
+
+std::unique_ptr<InferenceSession> InferenceSession::FromGraph(Graph graph,
+                                                              const SessionOptions &options) {
+  auto impl = std::make_unique<Impl>();
+  impl->model.graph = std::move(graph);
+  impl->Prepare(options);
   return std::unique_ptr<InferenceSession>(new InferenceSession(std::move(impl)));
 }
 
