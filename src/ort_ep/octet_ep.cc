@@ -11,6 +11,7 @@
 // fetch_ort_headers.sh, version in OCTET_ORT_HEADERS_VERSION); ORT keeps older API
 // versions working, so the library loads in newer runtimes (tested with 1.31.1).
 #include <onnxruntime_c_api.h>  // includes onnxruntime_ep_c_api.h (which has no include guard)
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -518,6 +519,22 @@ struct Piece {
   std::vector<octet::DType> input_types;
 };
 
+// Whether ORT's buffer can be read where it lies by kernels that read to the end of the
+// 64-byte line after a tensor's last byte (counted from its start) and expect zeros there
+// (core/tensor.cc): those bytes must be in the last byte's page (mapped) and zero. The
+// same test as the Python binding's (python/octet_module.cc).
+bool ZeroPaddedInPage(const void* data, size_t nbytes, size_t element_size) {
+  const auto begin = reinterpret_cast<uintptr_t>(data);
+  if (nbytes == 0 || begin % element_size != 0) return false;
+  const uintptr_t end = begin + nbytes, padded_end = begin + (nbytes + 63) / 64 * 64 + 64;
+  static const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  if ((end - 1) / page != (padded_end - 1) / page) return false;
+  const auto* tail = reinterpret_cast<const volatile unsigned char*>(end);
+  for (uintptr_t i = 0; i < padded_end - end; ++i)
+    if (tail[i] != 0) return false;
+  return true;
+}
+
 octet::Tensor FeedFrom(const OrtValue* value, octet::DType expected, bool in_place,
                        const std::string& name) {
   OrtTensorTypeAndShapeInfo* type_shape = nullptr;
@@ -536,10 +553,11 @@ octet::Tensor FeedFrom(const OrtValue* value, octet::DType expected, bool in_pla
   const void* data = nullptr;
   Check(g_ort->GetTensorData(value, &data));
   octet::Shape shape(dims.begin(), dims.end());
-  if (in_place) return octet::Tensor::View(dtype, shape, const_cast<void*>(data));
-  octet::Tensor t = octet::Tensor::Uninitialized(dtype, shape);
-  if (t.nbytes()) std::memcpy(t.raw(), data, t.nbytes());
-  return t;
+  octet::Tensor t = octet::Tensor::View(dtype, shape, const_cast<void*>(data));
+  if (in_place || ZeroPaddedInPage(data, t.nbytes(), octet::DTypeSize(dtype))) return t;
+  octet::Tensor copy = octet::Tensor::Uninitialized(dtype, shape);
+  if (copy.nbytes()) std::memcpy(copy.raw(), data, copy.nbytes());
+  return copy;
 }
 
 struct ComputeInfo : OrtNodeComputeInfo {
