@@ -100,6 +100,11 @@ def session_options(threads=1, sess_options=None, ort=None, **ep_options):
     devices = register(ort)
     so = sess_options if sess_options is not None else ort.SessionOptions()
     so.intra_op_num_threads = int(threads)
-    so.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    try:
+        spinning = so.get_session_config_entry("session.intra_op.allow_spinning")
+    except Exception:  # not set
+        spinning = None
+    if spinning is None:
+        so.add_session_config_entry("session.intra_op.allow_spinning", "0")
     so.add_provider_for_devices(devices, options)
     return so
