@@ -202,10 +202,11 @@ TypeAndShape ReadTypeInfo(const OrtValueInfo* info) {
   return out;
 }
 
-// A constant initializer's bytes as an octet tensor: a copy (octet tensors carry zeros to
-// the end of their last 64-byte line, which kernels may read), or, for `view`, a view of
-// ORT's memory (only while ORT keeps it: GetCapability's plan).
-octet::Tensor ReadInitializer(const OrtValueInfo* info, bool view) {
+// A constant initializer as a view of ORT's memory, valid while ORT keeps it: during
+// GetCapability (the plan only reads it) and Compile (the session copies what it keeps,
+// SessionOptions::borrowed_initializers: octet tensors carry zeros to the end of their last
+// 64-byte line, which kernels may read, and ORT may free its copy after Compile).
+octet::Tensor ReadInitializer(const OrtValueInfo* info) {
   const OrtValue* value = nullptr;
   Check(g_ort->ValueInfo_GetInitializerValue(info, &value));
   OCTET_CHECK(value != nullptr, "an initializer has no value");
@@ -223,11 +224,8 @@ octet::Tensor ReadInitializer(const OrtValueInfo* info, bool view) {
   OCTET_CHECK(SupportedBoundaryType(dtype), "initializer of type ", octet::DTypeName(dtype));
   const void* data = nullptr;
   Check(g_ort->GetTensorData(value, &data));
-  octet::Shape shape(dims.begin(), dims.end());
-  if (view) return octet::Tensor::View(dtype, shape, const_cast<void*>(data));
-  octet::Tensor t = octet::Tensor::Uninitialized(dtype, shape);
-  if (t.nbytes()) std::memcpy(t.raw(), data, t.nbytes());
-  return t;
+  return octet::Tensor::View(dtype, octet::Shape(dims.begin(), dims.end()),
+                             const_cast<void*>(data));
 }
 
 octet::Attribute ReadAttribute(const OrtOpAttr* attr, OrtOpAttrType type) {
@@ -355,9 +353,8 @@ struct ConvertedGraph {
   std::vector<bool> foreign;
 };
 
-// ORT's graph as octet's IR. Constant initializers are copied, or viewed when
-// `view_initializers` (the plan, which only reads them while ORT keeps them).
-ConvertedGraph Convert(const OrtGraph* ort_graph, bool view_initializers) {
+// ORT's graph as octet's IR; constant initializers are views of ORT's (ReadInitializer).
+ConvertedGraph Convert(const OrtGraph* ort_graph) {
   ConvertedGraph out;
   octet::Graph& g = out.graph;
 
@@ -392,7 +389,7 @@ ConvertedGraph Convert(const OrtGraph* ort_graph, bool view_initializers) {
     Check(g_ort->ValueInfo_IsConstantInitializer(info, &constant));
     const int id = value_id(info);
     if (!constant || id < 0 || !type_ok[g.values[id].name]) continue;
-    g.SetInitializer(id, ReadInitializer(info, view_initializers));
+    g.SetInitializer(id, ReadInitializer(info));
   }
   for (const OrtValueInfo* info : GraphValues(ort_graph, 0)) {
     const int id = value_id(info);
@@ -638,7 +635,7 @@ struct Ep : OrtEp {
                                                    OrtEpGraphSupportInfo* support) noexcept {
     Ep& ep = *static_cast<Ep*>(this_ptr);
     try {
-      ConvertedGraph converted = Convert(graph, /*view_initializers=*/true);
+      ConvertedGraph converted = Convert(graph);
       octet::ClaimOptions claim;
       claim.session = SessionOptionsFor(ep.options);
       claim.regions = ep.options.regions;
@@ -688,7 +685,7 @@ struct Ep : OrtEp {
     try {
       for (size_t i = 0; i < count; ++i) {
         auto piece = std::make_unique<Piece>();
-        ConvertedGraph converted = Convert(graphs[i], /*view_initializers=*/false);
+        ConvertedGraph converted = Convert(graphs[i]);
         for (const OrtValueInfo* info : NodeValues(fused_nodes[i], true))
           piece->input_names.push_back(info ? ValueName(info) : "");
         for (const OrtValueInfo* info : NodeValues(fused_nodes[i], false))
@@ -710,6 +707,7 @@ struct Ep : OrtEp {
           g.outputs.push_back(id);
         }
         octet::SessionOptions session_options = SessionOptionsFor(ep.options);
+        session_options.borrowed_initializers = true;
         piece->session = octet::InferenceSession::FromGraph(std::move(g), session_options);
         for (const octet::TensorInfo& info : piece->session->inputs())
           piece->read_in_place.push_back(info.reads_only_own_bytes);

@@ -39,6 +39,25 @@ std::string DimToString(const Dim &d) {
   return d.symbol.empty() ? "?" : d.symbol;
 }
 
+// Copies the initializers the graph's nodes or outputs still read (octet's own padded
+// storage) and drops the others: after this no initializer is a view of borrowed memory.
+void KeepUsedInitializers(Graph &g) {
+  std::vector<bool> used(g.values.size(), false);
+  for (const Node &n : g.nodes)
+    for (int in : n.inputs)
+      if (in >= 0) used[in] = true;
+  for (int v : g.outputs) used[v] = true;
+  for (auto it = g.initializers.begin(); it != g.initializers.end();) {
+    if (used[it->first]) {
+      it->second = it->second.Clone();  // same map node: Value::initializer stays valid
+      ++it;
+    } else {
+      g.values[it->first].initializer = nullptr;
+      it = g.initializers.erase(it);
+    }
+  }
+}
+
 bool EnvIs(const char *name, const char *value) {
   const char *v = std::getenv(name);
   return v != nullptr && std::string(v) == value;
@@ -97,6 +116,7 @@ void InferenceSession::Impl::Prepare(const SessionOptions &options) {
   const RewriteOptions rewrite_options{options.rewrites,
                                        options.float_matmul == FloatMatMul::kInt8};
   const QdqReport report = ApplyRewrites(g, EvaluateNode, rewrite_options);
+  if (options.borrowed_initializers) KeepUsedInitializers(g);
   if (options.rewrite_report) {
     options.rewrite_report(FormatQdqReport(report));
   } else if (rewrite_options.enabled && !EnvIs("OCTET_QDQ", "0") && EnvIs("OCTET_QDQ_DEBUG", "1")) {

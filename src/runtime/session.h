@@ -26,6 +26,11 @@ struct SessionOptions {
   // `qdq_refused why=<reason> op=<op> count=<n>` line per reason, then
   // `qdq_groups=<n> claimed=<n>` (what OCTET_QDQ_DEBUG=1 prints to stderr).
   std::function<void(const std::string&)> rewrite_report;
+  // FromGraph only: the graph's initializers are views of memory that stays valid only
+  // while FromGraph runs (ORT's, in the plugin's Compile). octet reads them in place for
+  // its rewrites and copies only those its nodes still read afterwards (a float weight
+  // the forward route quantizes is never copied).
+  bool borrowed_initializers = false;
 };
 
 struct TensorInfo {
