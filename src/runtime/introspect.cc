@@ -207,6 +207,34 @@ ClaimPlan PlanClaims(const Graph& graph, const ClaimOptions& options) {
       after_set[o] = after_set[o] || after_set[p];
     }
   }
+  // A set node fed only by graph inputs, initializers and other such nodes, all of whose
+  // consumers are in the set (a weight's DequantizeLinear), has no path into it from the
+  // set and none out of it but through its consumers: it joins its lowest consumer's level.
+  std::vector<std::vector<int>> consumers(n_orig);
+  std::vector<bool> leaves_set(n_orig, false);  // a consumer outside the set, or a graph output
+  for (size_t o = 0; o < n_orig; ++o)
+    for (int in : graph.nodes[o].inputs)
+      if (in >= 0 && graph.values[in].producer >= 0)
+        consumers[graph.values[in].producer].push_back(static_cast<int>(o));
+  for (int v : graph.outputs)
+    if (graph.values[v].producer >= 0) leaves_set[graph.values[v].producer] = true;
+  std::vector<bool> source(n_orig, false);
+  for (size_t o = 0; o < n_orig; ++o) {
+    if (!in_set[o] || leaves_set[o] || consumers[o].empty()) continue;
+    bool ok = true;
+    for (int c : consumers[o]) ok = ok && in_set[c];
+    for (int in : graph.nodes[o].inputs) {
+      const int p = in >= 0 ? graph.values[in].producer : -1;
+      ok = ok && (p < 0 || source[p]);
+    }
+    source[o] = ok;
+  }
+  for (size_t r = n_orig; r-- > 0;) {
+    if (!source[r]) continue;
+    int lowest = level[consumers[r][0]];
+    for (int c : consumers[r]) lowest = std::min(lowest, level[c]);
+    level[r] = lowest;
+  }
   // Connected components of set nodes with equal level (union-find over the edges).
   std::vector<int> parent(n_orig);
   for (size_t o = 0; o < n_orig; ++o) parent[o] = static_cast<int>(o);

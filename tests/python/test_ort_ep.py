@@ -367,6 +367,39 @@ def test_regions_0_leaves_float_nodes_to_the_cpu_ep(tmp_path, capfd):
     assert_equal(y, ref)  # every node octet ran computes ORT's bits; ORT ran the Softmax
 
 
+def test_two_pieces_around_a_node_octet_lacks(tmp_path, capfd):
+    """DQ -> MatMul -> Q, then Sin (no octet kernel) between DQ and Q, then a second
+    DQ -> MatMul -> Q: two fused nodes with ORT's Sin between them, the same bits as the
+    CPU EP (u8 x u8 products: exact in ORT's QLinearMatMul here)."""
+    rng = np.random.default_rng(3)
+    k, n = 32, 32
+    inits = [_const("s", np.float32(0.02)), _const("z", np.uint8(128)),
+             _const("w1", rng.integers(0, 256, (k, n)).astype(np.uint8)),
+             _const("w2", rng.integers(0, 256, (n, n)).astype(np.uint8)),
+             _const("sw", np.float32(0.01)), _const("sy", np.float32(0.5))]
+    nodes = [
+        helper.make_node("DequantizeLinear", ["x", "s", "z"], ["xd"]),
+        helper.make_node("DequantizeLinear", ["w1", "sw", "z"], ["w1d"]),
+        helper.make_node("MatMul", ["xd", "w1d"], ["p1"]),
+        helper.make_node("QuantizeLinear", ["p1", "sy", "z"], ["q1"]),
+        helper.make_node("DequantizeLinear", ["q1", "sy", "z"], ["d1"]),
+        helper.make_node("Sin", ["d1"], ["sin"]),
+        helper.make_node("QuantizeLinear", ["sin", "s", "z"], ["q2"]),
+        helper.make_node("DequantizeLinear", ["q2", "s", "z"], ["d2"]),
+        helper.make_node("DequantizeLinear", ["w2", "sw", "z"], ["w2d"]),
+        helper.make_node("MatMul", ["d2", "w2d"], ["p2"]),
+        helper.make_node("QuantizeLinear", ["p2", "sy", "z"], ["y"]),
+    ]
+    model = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.UINT8, ["M", k])],
+                   [helper.make_tensor_value_info("y", TensorProto.UINT8, ["M", n])], inits)
+    path = save(model, tmp_path)
+    feeds = {"x": rng.integers(0, 256, (9, k)).astype(np.uint8)}
+    y, summary, lines = ep_run(path, feeds, capfd)
+    assert summary == {"claimed": 10, "groups": 2, "subgraphs": 2, "nodes": 11}, lines
+    assert any("unclaimed why=no_kernel op=Sin count=1" in line for line in lines), lines
+    assert_equal(y, cpu_run(path, feeds))
+
+
 def test_a_session_run_from_four_threads(tmp_path):
     model, _ = qdq_matmul(8, 128, 64, np.uint8, np.uint8)
     path = save(model, tmp_path)

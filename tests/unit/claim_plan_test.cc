@@ -70,8 +70,8 @@ TEST(PlanClaims, ExcludedNodesAreNeverClaimed) {
 }
 
 // c = MatMulInteger(a, W1); d = Foo(c) (octet has no kernel); e = MatMulInteger(d, W2);
-// f = Add(c, e). {n0, n2, n3} is connected, but the path n0 -> Foo -> n2 leaves it: a
-// fused node holding all three would need Foo inside. Pieces: {n0} and {n2, n3}.
+// f = Add(c, e). The int8 nodes and the Add are connected, but the path through Foo leaves
+// them: a fused node holding all of them would need Foo inside. Two pieces.
 TEST(PlanClaims, PiecesAreCutWhereAPathLeavesThem) {
   GraphBuilder b;
   Typed(b, "a", DType::kUInt8, {4, 8});
@@ -82,17 +82,20 @@ TEST(PlanClaims, PiecesAreCutWhereAPathLeavesThem) {
   Typed(b, "d", DType::kUInt8, {4, 8});
   Typed(b, "e", DType::kInt32, {4, 8});
   Typed(b, "f", DType::kInt32, {4, 8});
+  // Node 0 reads only a constant (like a weight's DequantizeLinear): it joins the piece of
+  // its consumer, node 3, instead of staying a piece of its own.
+  b.Add("Identity", {"w2"}, "w2i");
   b.Add("MatMulInteger", {"a", "w1"}, "c");
   Node& foo = b.Add("Foo", {"c"}, "d");
   foo.domain = "example.custom";
-  b.Add("MatMulInteger", {"d", "w2"}, "e");
+  b.Add("MatMulInteger", {"d", "w2i"}, "e");
   b.Add("Add", {"c", "e"}, "f");
   b.g.outputs = {b.V("f")};
   const ClaimPlan plan = PlanClaims(b.g, {});
   ASSERT_EQ(plan.pieces.size(), 2u);
-  EXPECT_EQ(plan.pieces[0], (std::vector<int>{0}));
-  EXPECT_EQ(plan.pieces[1], (std::vector<int>{2, 3}));
-  EXPECT_EQ(plan.unclaimed_why[1].rfind("no_kernel", 0), 0u) << plan.unclaimed_why[1];
+  EXPECT_EQ(plan.pieces[0], (std::vector<int>{0, 3, 4}));
+  EXPECT_EQ(plan.pieces[1], (std::vector<int>{1}));
+  EXPECT_EQ(plan.unclaimed_why[2].rfind("no_kernel", 0), 0u) << plan.unclaimed_why[2];
   EXPECT_EQ(plan.int8_nodes, 2);
 }
 
