@@ -151,13 +151,15 @@ sys.path.insert(0, sys.argv[5])
 import bench_ep
 run = bench_ep.make_session(engine, model, 1)
 x = np.random.default_rng(0).integers(-128, 128, (m, k)).astype(np.int8)
-run({"x": x})
-ctypes.CDLL("libc.so.6").malloc_trim(0)
-with open("/proc/self/clear_refs", "w") as f:
-    f.write("5")
-before = status("VmRSS")
-run({"x": x})
-print(status("VmHWM") - before)
+growth = []
+for _ in range(2):  # the first run, then a run after it (seed 000: warm-up, malloc_trim)
+    ctypes.CDLL("libc.so.6").malloc_trim(0)
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    before = status("VmRSS")
+    run({"x": x})
+    growth.append(status("VmHWM") - before)
+print(*growth)
 """
 
 
@@ -169,15 +171,17 @@ def memory_figure(repeat):
         measure_qdq_rss.build_model(model, m, k, n, "int8")
         print("\n# peak RSS growth around one run, one %dx%dx%d s8 DQ -> MatMul -> Q group "
               "(KiB; %d fresh processes each)" % (m, k, n, repeat))
-        print("| engine | KiB per run (each process) |")
-        print("|---|---|")
+        print("| engine | first run (KiB, each process) | second run (KiB, each process) |")
+        print("|---|---|---|")
         for engine in ("ep", "ort", "octet"):
-            values = []
+            first, second = [], []
             for _ in range(repeat):
                 out = subprocess.run([sys.executable, "-c", MEMORY_CHILD, engine, model, str(m),
                                       str(k), TOOLS], capture_output=True, text=True, check=True)
-                values.append(int(out.stdout.split()[-1]))
-            print("| %s | %s |" % (engine, ", ".join(map(str, values))), flush=True)
+                a, b = out.stdout.split()[-2:]
+                first.append(a)
+                second.append(b)
+            print("| %s | %s | %s |" % (engine, ", ".join(first), ", ".join(second)), flush=True)
 
 
 def rows(args):
@@ -258,7 +262,7 @@ def main(argv=None):
             print("# openvino not installed: no ov column (pip install openvino)")
             engines.remove("ov")
     columns = ["model", "threads"] + ["%s min / med (ms)" % e for e in engines]
-    columns += ["ep / octet (min)", "ort / ep (min)"] + (["ov / ep (min)"] if "ov" in engines
+    columns += ["ep / octet (min)", "ep / octet (CPU min)", "ort / ep (min)"] + (["ov / ep (min)"] if "ov" in engines
                                                          else [])
     columns += ["peak RSS %s (MiB)" % " / ".join(engines), "EP claimed"]
     print("| " + " | ".join(columns) + " |")
@@ -278,11 +282,13 @@ def main(argv=None):
                         refused[engine] = str(error).splitlines()[0][:100]
                 outputs = {e: run(feeds) for e, run in runs.items()}  # warm-up
                 times = {e: [] for e in runs}
+                cpu = {e: [] for e in runs}
                 for _ in range(args.repeat):
                     for e, run in runs.items():
-                        start = time.perf_counter()
+                        start, start_cpu = time.perf_counter(), time.process_time()
                         run(feeds)
                         times[e].append(time.perf_counter() - start)
+                        cpu[e].append(time.process_time() - start_cpu)
                 cells = []
                 for e in engines:
                     cells.append("%.1f / %.1f" % (min(times[e]) * 1e3,
@@ -303,8 +309,11 @@ def main(argv=None):
                                         options if e in ("ep", "octet") else {})
                         values.append("%.0f" % (r["peak"] / 1024) if r else "—")
                     rss = " / ".join(values)
-                print("| %s | %d | %s | %s | %s | %s%s | %s%s |" % (
-                    label, threads, " | ".join(cells), ratio("ep", "octet"), ratio("ort", "ep"),
+                cpu_ratio = ("%.3f" % (min(cpu["ep"]) / min(cpu["octet"]))
+                             if "ep" in cpu and "octet" in cpu else "—")
+                print("| %s | %d | %s | %s | %s | %s | %s%s | %s%s |" % (
+                    label, threads, " | ".join(cells), ratio("ep", "octet"), cpu_ratio,
+                    ratio("ort", "ep"),
                     (ratio("ov", "ep") + " | ") if "ov" in engines else "", rss,
                     claimed_summary(path, threads, options), extra), flush=True)
                 del runs, outputs
