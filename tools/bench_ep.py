@@ -298,9 +298,14 @@ def main(argv=None):
                 ratio = lambda a, b: "%.3f" % (mins[a] / mins[b]) if a in mins and b in mins else "—"  # noqa
                 extra = ""
                 if args.forward and "ep" in outputs and "ort" in outputs:
-                    ref = outputs["ort"][0].astype(np.float64)
-                    rel = np.abs(outputs["ep"][0] - ref).max() / np.abs(ref).max()
-                    extra = " rel %.2e" % rel
+                    # Per output: max |ep - ort| / max |ort|, and the lowest cosine of a row.
+                    for i, (a, b) in enumerate(zip(outputs["ep"], outputs["ort"])):
+                        a64, b64 = a.astype(np.float64), b.astype(np.float64)
+                        rel = np.abs(a64 - b64).max() / max(np.abs(b64).max(), 1e-30)
+                        a2, b2 = a64.reshape(-1, a64.shape[-1]), b64.reshape(-1, b64.shape[-1])
+                        cos = (a2 * b2).sum(1) / np.maximum(
+                            np.linalg.norm(a2, axis=1) * np.linalg.norm(b2, axis=1), 1e-30)
+                        extra += "; out%d rel %.2e, min row cos %.4f" % (i, rel, cos.min())
                 rss = "—"
                 if not args.no_rss:
                     values = []

@@ -428,6 +428,9 @@ ConvertedGraph Convert(const OrtGraph* ort_graph) {
       node.outputs.push_back(id);
       if (id >= 0 && !type_ok[g.values[id].name]) foreign = true;
     }
+    const char* assigned = nullptr;  // a node another EP already took
+    Check(g_ort->Node_GetEpName(ort_node, &assigned));
+    if (assigned != nullptr && assigned[0] != '\0') foreign = true;
     size_t num_subgraphs = 0;
     Check(g_ort->Node_GetNumSubgraphs(ort_node, &num_subgraphs));
     size_t num_implicit = 0;
@@ -635,6 +638,11 @@ struct Ep : OrtEp {
                                                    OrtEpGraphSupportInfo* support) noexcept {
     Ep& ep = *static_cast<Ep*>(this_ptr);
     try {
+      // A subgraph of an If / Loop / Scan reads values of its parent's scope: octet takes
+      // nothing there (it runs no node that has a subgraph either).
+      const OrtNode* parent = nullptr;
+      Check(g_ort->Graph_GetParentNode(graph, &parent));
+      if (parent != nullptr) return nullptr;
       ConvertedGraph converted = Convert(graph);
       octet::ClaimOptions claim;
       claim.session = SessionOptionsFor(ep.options);
