@@ -1,6 +1,7 @@
 #include "runtime/introspect.h"
 
 #include <algorithm>
+#include <exception>
 #include <functional>
 #include <map>
 #include <set>
@@ -124,7 +125,7 @@ ClaimPlan PlanClaims(const Graph& graph, const ClaimOptions& options) {
       cls[i] = IsIntegerOp(node) ? NodeClass::kInt8
                : IsExactOp(node) ? NodeClass::kExact
                                  : NodeClass::kFloat;
-    } catch (const Error& e) {
+    } catch (const std::exception& e) {  // octet::Error, or a kernel's own refusal
       no_kernel[i] = e.what();
     }
   }
