@@ -48,7 +48,10 @@ APT_OPTS=(-o "Dir::Etc::sourcelist=$APT_DIR/sid.sources" -o "Dir::Etc::sourcepar
 echo "fetch_ort_headers: reading Debian sid's package list (separate apt state in $APT_DIR)"
 apt-get "${APT_OPTS[@]}" -q update >"$APT_DIR/update.log" 2>&1 ||
   fail "apt-get update for Debian sid failed (no network?): $(tail -n 1 "$APT_DIR/update.log")"
-version=$(apt-cache "${APT_OPTS[@]}" show libonnxruntime-dev 2>/dev/null |
+# apt-get update exits 0 when a source cannot be reached; the list is then missing.
+ls "$APT_DIR"/lists/*_sid_main_*Packages* >/dev/null 2>&1 ||
+  fail "could not read Debian sid's package list (no network?): $(grep -m 1 -E '^(W|E|Err)' "$APT_DIR/update.log" || tail -n 1 "$APT_DIR/update.log")"
+version=$( (apt-cache "${APT_OPTS[@]}" show libonnxruntime-dev 2>/dev/null || true) |
   sed -n 's/^Version: //p' | head -n 1)
 [ -n "$version" ] || fail "Debian sid has no package libonnxruntime-dev"
 dpkg --compare-versions "$version" ge "$MIN_VERSION" ||
