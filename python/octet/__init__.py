@@ -91,14 +91,17 @@ class InferenceSession:
 
     model: a path (str or os.PathLike) to an .onnx file, or the serialized model bytes.
     threads: worker threads (0 = one per core); results never depend on it.
+    float_matmul: "float" (as written) or "int8": float MatMuls with a constant 2-D weight
+        run on the int8 GEMM (weights per column, activations per row, amax/127), an
+        approximation of the float product (docs/ort-ep.md, "The forward route").
     """
 
-    def __init__(self, path_or_bytes, threads=1):
+    def __init__(self, path_or_bytes, threads=1, float_matmul="float"):
         if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
             model = bytes(path_or_bytes)
         else:
             model = os.fspath(path_or_bytes)
-        self._session = _octet.Session(model, int(threads))
+        self._session = _octet.Session(model, int(threads), str(float_matmul))
         self._inputs = [NodeArg(n, t, s) for n, _, t, s, _ in self._session.inputs()]
         self._outputs = [NodeArg(n, t, s) for n, _, t, s, _ in self._session.outputs()]
         self._input_codes = {n: code for n, code, _, _, _ in self._session.inputs()}

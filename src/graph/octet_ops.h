@@ -88,6 +88,17 @@ inline constexpr const char* kFloatAttentionOp = "FloatAttention";
 // Attribute mask_first=1 spells Add(mask, scores); min_rank is the lookup's.
 inline constexpr const char* kMaskedSoftmaxOp = "MaskedSoftmax";
 
+// octet.Int8DynamicMatMul(x, w, w_scale) (rewrite/float_matmul_int8.h,
+// ops/int8_dynamic_matmul.cc): the forward route for a float MatMul(x, W) with a
+// constant W [K, N]. w is W quantized per column once (int8 [K, N], symmetric,
+// w_scale[n] = amax_k |W[k, n]| / 127, w = round_half_even(W / w_scale) in
+// [-127, 127], 0 where w_scale is 0); each run quantizes every row of x [..., K]
+// the same way (s_row = amax / 127) and computes
+//   y[m, n] = (float(sum_k x_q[m, k] * w[k, n]) * s_row[m]) * w_scale[n]
+// in float32, in that order. An approximation of the float product (docs/ort-ep.md
+// gives its error), not equal to it.
+inline constexpr const char* kInt8DynamicMatMulOp = "Int8DynamicMatMul";
+
 // Attributes of ai.onnx QLinearMatMul set by rewrite/int8_attention.h: a head
 // Transpose folded into the product, read or written through strides
 // (ops/int_matmul_shape.h MatMulHeadLayout): perm [0, 2, 1, 3] on A, B or Y, or

@@ -21,6 +21,7 @@ const KernelRegistry& KernelRegistry::Global() {
     RegisterQLinearMiscOps(r);
     RegisterQLinearPoolOps(r);
     RegisterLookupTableOps(r);
+    RegisterInt8DynamicMatMulOps(r);
     return r;
   }();
   return registry;

@@ -115,6 +115,7 @@ void RegisterQLinearBinaryOps(KernelRegistry& r);  // ops/qlinear_binary.cc (ms 
 void RegisterQLinearMiscOps(KernelRegistry& r);    // ops/qlinear_misc.cc (QLinearConcat/...)
 void RegisterQLinearPoolOps(KernelRegistry& r);    // ops/qlinear_pool.cc (QLinear*AveragePool)
 void RegisterLookupTableOps(KernelRegistry& r);    // ops/lookup_table.cc (graph/octet_ops.h)
+void RegisterInt8DynamicMatMulOps(KernelRegistry& r);  // ops/int8_dynamic_matmul.cc (forward route)
 
 // Helpers for KernelDef::accepts.
 bool OneOf(DType t, std::initializer_list<DType> allowed);

@@ -8,6 +8,7 @@
 
 #include "rewrite/float_attention.h"
 #include "rewrite/float_gelu.h"
+#include "rewrite/float_matmul_int8.h"
 #include "rewrite/int8_attention.h"
 #include "rewrite/integer_matmul_float.h"
 #include "rewrite/qdq_activation.h"
@@ -25,6 +26,19 @@ namespace {
 bool EnvIs(const char* name, const char* value) {
   const char* v = std::getenv(name);
   return v != nullptr && std::strcmp(v, value) == 0;
+}
+
+bool IsSorted(const Graph& g) {
+  std::vector<bool> done(g.values.size(), false);
+  for (int v : g.inputs) done[v] = true;
+  for (const auto& [v, t] : g.initializers) done[v] = true;
+  for (const Node& n : g.nodes) {
+    for (int in : n.inputs)
+      if (in >= 0 && !done[in] && g.values[in].producer >= 0) return false;
+    for (int out : n.outputs)
+      if (out >= 0) done[out] = true;
+  }
+  return true;
 }
 
 QdqReport RunQdqPasses(Graph& graph, const NodeEvaluator& evaluate) {
@@ -49,10 +63,23 @@ QdqReport RunQdqPasses(Graph& graph, const NodeEvaluator& evaluate) {
 }  // namespace
 
 void ApplyRewrites(Graph& graph, const NodeEvaluator& evaluate) {
+  const QdqReport report = ApplyRewrites(graph, evaluate, RewriteOptions{});
+  if (!EnvIs("OCTET_QDQ", "0") && EnvIs("OCTET_QDQ_DEBUG", "1"))
+    std::cerr << FormatQdqReport(report) << std::flush;
+}
+
+QdqReport ApplyRewrites(Graph& graph, const NodeEvaluator& evaluate,
+                        const RewriteOptions& options) {
   // OCTET_QDQ=0 is the control: the graph runs node by node, as written.
-  if (EnvIs("OCTET_QDQ", "0")) return;
-  const QdqReport report = RunQdqPasses(graph, evaluate);
-  if (EnvIs("OCTET_QDQ_DEBUG", "1")) std::cerr << FormatQdqReport(report) << std::flush;
+  QdqReport report;
+  if (options.enabled && !EnvIs("OCTET_QDQ", "0")) report = RunQdqPasses(graph, evaluate);
+  // After the QDQ passes: a MatMul they folded is no longer a float MatMul.
+  if (options.float_matmul_int8) QuantizeFloatMatMuls(graph, report);
+  // A pass puts its node where the group's first node was; an input of the group that
+  // the graph computes later (ORT orders a subgraph it hands over by its own rules) would
+  // then come after it. Sessions run nodes in order: restore one that is valid.
+  if (!IsSorted(graph)) graph.TopologicalSort();
+  return report;
 }
 
 std::string DescribeRewrites(const Graph& graph, const NodeEvaluator& evaluate) {

@@ -7,6 +7,7 @@
 
 #include "core/tensor.h"
 #include "graph/graph.h"
+#include "rewrite/qdq_report.h"
 
 namespace octet {
 
@@ -18,7 +19,20 @@ using NodeEvaluator =
 
 // Runs every enabled pass over the graph (in place). Passes keep the graph's
 // inputs, outputs and results unchanged; they only change how it is computed.
+// OCTET_QDQ=0 turns them off; OCTET_QDQ_DEBUG=1 prints the report to stderr.
 void ApplyRewrites(Graph& graph, const NodeEvaluator& evaluate);
+
+// What a session asks of the passes (runtime/session.h SessionOptions).
+struct RewriteOptions {
+  bool enabled = true;  // false: no pass runs (OCTET_QDQ=0 also turns them off)
+  // The forward route (rewrite/float_matmul_int8.h): float MatMuls with a constant
+  // 2-D weight become octet.Int8DynamicMatMul. Runs even when `enabled` is false.
+  bool float_matmul_int8 = false;
+};
+
+// ApplyRewrites with explicit options; returns what the passes did instead of
+// printing it (an empty report when they are off).
+QdqReport ApplyRewrites(Graph& graph, const NodeEvaluator& evaluate, const RewriteOptions& options);
 
 // For `octet inspect MODEL`: what the QDQ passes would do to this graph (run on
 // a copy), one line per fused or refused group in graph order:

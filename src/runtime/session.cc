@@ -39,6 +39,30 @@ std::string DimToString(const Dim &d) {
   return d.symbol.empty() ? "?" : d.symbol;
 }
 
+// Copies the initializers the graph's nodes or outputs still read (octet's own padded
+// storage) and drops the others: after this no initializer is a view of borrowed memory.
+void KeepUsedInitializers(Graph &g) {
+  std::vector<bool> used(g.values.size(), false);
+  for (const Node &n : g.nodes)
+    for (int in : n.inputs)
+      if (in >= 0) used[in] = true;
+  for (int v : g.outputs) used[v] = true;
+  for (auto it = g.initializers.begin(); it != g.initializers.end();) {
+    if (used[it->first]) {
+      it->second = it->second.Clone();  // same map node: Value::initializer stays valid
+      ++it;
+    } else {
+      g.values[it->first].initializer = nullptr;
+      it = g.initializers.erase(it);
+    }
+  }
+}
+
+bool EnvIs(const char *name, const char *value) {
+  const char *v = std::getenv(name);
+  return v != nullptr && std::string(v) == value;
+}
+
 std::string DeclaredShape(const std::vector<Dim> &dims) {
   std::string s = "[";
   for (size_t i = 0; i < dims.size(); ++i) {
@@ -73,13 +97,14 @@ struct InferenceSession::Impl {
   ~Impl() { PrintProfile(); }
   void PrintProfile() const;
 
-  void Prepare(int threads);
+  void Prepare(const SessionOptions &options);
   std::vector<Tensor> Run(const std::vector<std::pair<std::string, Tensor>> &feeds,
                           const std::vector<std::string> &output_names);
   void CheckFeed(const Value &v, const Tensor &t, std::map<std::string, int64_t> &symbols) const;
 };
 
-void InferenceSession::Impl::Prepare(int threads) {
+void InferenceSession::Impl::Prepare(const SessionOptions &options) {
+  int threads = options.threads;
   OCTET_CHECK(threads >= 0, "threads must be >= 0 (0 = one per core), got ", threads);
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
   pool = std::make_unique<ThreadPool>(threads);
@@ -88,7 +113,15 @@ void InferenceSession::Impl::Prepare(int threads) {
   profile = profile_env && std::string(profile_env) == "1";
 
   Graph &g = model.graph;
-  ApplyRewrites(g, EvaluateNode);
+  const RewriteOptions rewrite_options{options.rewrites,
+                                       options.float_matmul == FloatMatMul::kInt8};
+  const QdqReport report = ApplyRewrites(g, EvaluateNode, rewrite_options);
+  if (options.borrowed_initializers) KeepUsedInitializers(g);
+  if (options.rewrite_report) {
+    options.rewrite_report(FormatQdqReport(report));
+  } else if (rewrite_options.enabled && !EnvIs("OCTET_QDQ", "0") && EnvIs("OCTET_QDQ_DEBUG", "1")) {
+    std::fprintf(stderr, "%s", FormatQdqReport(report).c_str());
+  }
   value_types.assign(g.values.size(), DType::kUndefined);
   for (int v : g.inputs) {
     const Value &val = g.values[v];
@@ -276,7 +309,7 @@ std::unique_ptr<InferenceSession> InferenceSession::FromFile(const std::string &
                                                              const SessionOptions &options) {
   auto impl = std::make_unique<Impl>();
   impl->model = LoadModelFromFile(path);
-  impl->Prepare(options.threads);
+  impl->Prepare(options);
   return std::unique_ptr<InferenceSession>(new InferenceSession(std::move(impl)));
 }
 
@@ -284,7 +317,15 @@ std::unique_ptr<InferenceSession> InferenceSession::FromBytes(const void *data, 
                                                               const SessionOptions &options) {
   auto impl = std::make_unique<Impl>();
   impl->model = LoadModelFromBytes(data, size, "");
-  impl->Prepare(options.threads);
+  impl->Prepare(options);
+  return std::unique_ptr<InferenceSession>(new InferenceSession(std::move(impl)));
+}
+
+std::unique_ptr<InferenceSession> InferenceSession::FromGraph(Graph graph,
+                                                              const SessionOptions &options) {
+  auto impl = std::make_unique<Impl>();
+  impl->model.graph = std::move(graph);
+  impl->Prepare(options);
   return std::unique_ptr<InferenceSession>(new InferenceSession(std::move(impl)));
 }
 

@@ -1,6 +1,7 @@
 // The C++ API: load a model, prepare it once, run it many times.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -11,8 +12,25 @@
 
 namespace octet {
 
+// How float MatMuls with a constant weight run: as written (float32), or on the
+// int8 GEMM (the forward route, an approximation: docs/ort-ep.md).
+enum class FloatMatMul { kFloat, kInt8 };
+
 struct SessionOptions {
   int threads = 1;
+  // false: octet's graph rewrites do not run and the graph runs node by node, as
+  // written (what OCTET_QDQ=0 does for every session).
+  bool rewrites = true;
+  FloatMatMul float_matmul = FloatMatMul::kFloat;
+  // When set, receives the rewrites' report once, at session creation: one
+  // `qdq_refused why=<reason> op=<op> count=<n>` line per reason, then
+  // `qdq_groups=<n> claimed=<n>` (what OCTET_QDQ_DEBUG=1 prints to stderr).
+  std::function<void(const std::string&)> rewrite_report;
+  // FromGraph only: the graph's initializers are views of memory that stays valid only
+  // while FromGraph runs (ORT's, in the plugin's Compile). octet reads them in place for
+  // its rewrites and copies only those its nodes still read afterwards (a float weight
+  // the forward route quantizes is never copied).
+  bool borrowed_initializers = false;
 };
 
 struct TensorInfo {
@@ -33,6 +51,10 @@ class InferenceSession {
                                                     const SessionOptions& options = {});
   // Serialized model bytes; external data is refused (no folder to resolve it in).
   static std::unique_ptr<InferenceSession> FromBytes(const void* data, size_t size,
+                                                     const SessionOptions& options = {});
+  // A graph made in memory (the ORT plugin's claimed subgraph). It must be
+  // topologically sorted, with every value's dtype set where the graph knows it.
+  static std::unique_ptr<InferenceSession> FromGraph(Graph graph,
                                                      const SessionOptions& options = {});
   ~InferenceSession();
 
