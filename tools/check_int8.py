@@ -419,6 +419,8 @@ def main():
     parser.add_argument("--crnn-variants", default="")
     parser.add_argument("--trials", type=int, default=16, help="noise draws per set")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--verbose", action="store_true",
+                        help="after each row, every ORT run's statistics against the float model")
     args = parser.parse_args()
     for line in host_lines():
         print(line)
@@ -428,6 +430,10 @@ def main():
     for spec in specs:
         result = check(spec, args.trials, args.threads)
         print(format_row(result), flush=True)
+        if args.verbose and "fidelity_by_run" in result:
+            for label, (row, pooled, decisions) in result["fidelity_by_run"].items():
+                print("    %-20s row %.4f  pooled %.4f  decisions %d" % (label, row, pooled,
+                                                                      decisions))
         failed += not result["passed"]
     print("%d of %d rows pass their gate" % (len(specs) - failed, len(specs)))
     return 1 if failed else 0
