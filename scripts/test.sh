@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # The whole test suite: set-up, release build + all C++ tests, the unit tests
 # again under AddressSanitizer + UndefinedBehaviorSanitizer, and the Python
-# tests (API, CLI, ONNX backend tests, ONNX Runtime oracle). Prints a summary
-# and exits non-zero if anything failed.
+# tests (API, CLI, ONNX backend tests, ONNX Runtime oracle, reduced model rows), then the
+# ORT-oracle tests and some reduced model rows again under qemu-x86_64 -cpu Haswell, so that
+# a machine with AVX-512 VNNI also proves the suite on an AVX2 CPU (ONNX Runtime then takes
+# its AVX2 kernels, whose u8 x s8 products saturate). Prints a summary and exits non-zero if
+# anything failed.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 JOBS="${OCTET_JOBS:-2}"
@@ -35,6 +38,19 @@ if last_passed; then
       UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 build/asan/octet_unit_tests
   fi
   step "pytest tests/python" .venv/bin/python -m pytest tests/python -q -rs
+  if [ "$(uname -m)" = x86_64 ]; then
+    # TCG runs this 10-50x slower than the CPU: the fact test, the operator oracle (its own
+    # cache, so that ONNX Runtime runs emulated) and three reduced rows whose agreement gate
+    # depends on ONNX Runtime's u8 x s8 kernels (MiniLM dynamic and QOperator, the QOperator
+    # detector), with 4 noise draws per set (a floor over fewer runs is a stricter gate).
+    # About 6 minutes on 2 cores; the timeout is its budget.
+    step "pytest under qemu-x86_64 -cpu Haswell (tests/python: ORT oracle, 3 model rows)" \
+      env OCTET_TEST_TRIALS=4 OCTET_ORACLE_CACHE=build/oracle_cache_haswell \
+      timeout "${OCTET_QEMU_TIMEOUT:-900}" qemu-x86_64 -cpu Haswell .venv/bin/python -m pytest \
+      tests/python/test_ort_exact.py tests/python/test_oracle.py tests/python/test_models.py \
+      -k "not test_models or (passes_its_gates and (qop or (minilm and dynamic)))" -q -rs \
+      -p no:cacheprovider
+  fi
 fi
 
 echo

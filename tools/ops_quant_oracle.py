@@ -12,9 +12,11 @@ message it must give (tallied as "refused (by design)", not as passed).
 
 Models, inputs and ONNX Runtime's outputs are cached in build/oracle_cache/<key>.pkl,
 key = sha256(generator version, onnxruntime version, case spec); a re-run only runs
-octet. Each cache entry records the machine (CPU model and ISA flags) ORT ran on:
-ORT's u8 x s8 kernels saturate on x86 without VNNI, so such a machine is not an exact
-oracle for those cases (they are flagged `vnni_exact_only`).
+octet. Each cache entry records the machine (CPU model and ISA flags, from cpuid) ORT ran
+on and the form of the model it ran: ORT's u8 x s8 kernels saturate on x86 without VNNI,
+so on such a machine the u8 x s8 cases (flagged `vnni_exact_only`) are given to ORT in
+their exact u8 x u8 form (tools/ort_exact.py: int8 weight + 128 as uint8, zero point +
+128) while octet runs the case as generated.
 
     .venv/bin/python tools/ops_quant_oracle.py [--filter SUBSTR] [--list] [--threads N]
 """
@@ -29,7 +31,6 @@ import json
 import math
 import os
 import pickle
-import platform
 import sys
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -37,6 +38,9 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 from onnx import TensorProto, helper
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import ort_exact  # noqa: E402
 
 GENERATOR_VERSION = "2"
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -616,7 +620,8 @@ class Case:
     spec: dict
     # Where ONNX Runtime itself is not exact: {"reason": why, "max_lsb": n, "levels": [...]}.
     deviation: dict | None = None
-    # u8 x s8 products: ORT is exact only where its kernel uses VNNI (no int16 saturation).
+    # u8 x s8 products: ORT's u8 x s8 kernel is exact only where it uses VNNI (no int16
+    # saturation); elsewhere ORT runs the case's u8 x u8 form (ort_exact.to_u8_form).
     vnni_exact_only: bool = False
     # Where ORT's output is not a result at all (a defect), why; octet is then compared with
     # an independent exact reference (expected_without_ort) instead.
@@ -1088,26 +1093,14 @@ def expected_without_ort(case: Case, prepared: "Prepared") -> list[np.ndarray]:
 
 
 def machine_info() -> dict:
-    flags, model = set(), platform.processor()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags") and not flags:
-                flags = set(line.split(":", 1)[1].split())
-            elif line.startswith("model name") and model in ("", platform.processor()):
-                model = line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    isa = [f for f in ("avx2", "avx512f", "avx512bw", "avx512_vnni", "avx_vnni",
-                       "avx_vnni_int8", "amx_int8") if f in flags]
-    return {"machine": platform.machine(), "cpu": model, "isa": isa}
+    """The machine as ORT's kernel dispatch sees it (cpuid in this process)."""
+    return ort_exact.cpu_features()
 
 
 def exact_u8s8_oracle(info: dict) -> bool:
     """ORT's x86 u8 x s8 kernels are exact only with VNNI; other machines use exact dot
     products (Arm SDOT / scalar)."""
-    if info.get("machine") not in ("x86_64", "AMD64"):
-        return True
-    return bool({"avx512_vnni", "avx_vnni"} & set(info.get("isa", [])))
+    return ort_exact.ort_u8s8_exact(info)
 
 
 def _ort_value(array: np.ndarray):
@@ -1151,6 +1144,18 @@ class Prepared:
     built: Built
     ort: dict[str, list[np.ndarray] | str]  # level -> outputs, or ORT's error message
     machine: dict
+    # "s8": ORT ran the case as built; "u8": its u8 x u8 form (ort_exact.to_u8_form)
+    form: str = "s8"
+
+
+def ort_form(case: Case) -> str:
+    """The form of the case's model that ORT runs as the exact oracle on this machine."""
+    return ort_exact.oracle_form() if case.vnni_exact_only else "s8"
+
+
+def usable(case: Case, machine: dict, form: str) -> bool:
+    """Whether ORT outputs of this form from this machine are exact for the case."""
+    return not case.vnni_exact_only or form == "u8" or exact_u8s8_oracle(machine)
 
 
 def prepare(case: Case, use_cache: bool = True) -> Prepared:
@@ -1160,25 +1165,28 @@ def prepare(case: Case, use_cache: bool = True) -> Prepared:
         try:
             with path.open("rb") as f:
                 entry = pickle.load(f)
-            if entry.get("spec") == case.spec:
-                return Prepared(Built(**entry["built"]), entry["ort"], entry["machine"])
+            form = entry.get("form", "s8")
+            if entry.get("spec") == case.spec and usable(case, entry["machine"], form):
+                return Prepared(Built(**entry["built"]), entry["ort"], entry["machine"], form)
         except (OSError, pickle.UnpicklingError, EOFError, AttributeError, KeyError):
-            pass  # a stale or partial entry: regenerate it
+            pass  # a stale or partial entry (or an inexact one): regenerate it
     built = BUILDERS[case.spec["builder"]](case.spec)
+    form = ort_form(case)
+    ort_model, ort_feeds = ort_exact.for_ort(built.model, built.feeds, form)
     results = {}
     for level in LEVELS:
         try:
-            results[level] = run_ort(built.model, built.feeds, level)
+            results[level] = run_ort(ort_model, ort_feeds, level)
         except Exception as error:  # ORT's own exception types vary; keep the message
             results[level] = f"{type(error).__name__}: {error}".splitlines()[0][:400]
-    prepared = Prepared(built, results, machine_info())
+    prepared = Prepared(built, results, machine_info(), form)
     if use_cache:
         CACHE_DIR.mkdir(parents=True, exist_ok=True)
         temporary = path.with_suffix(f".tmp{os.getpid()}")
         with temporary.open("wb") as f:
             # plain containers only, so that entries load whatever name this module has
             pickle.dump({"spec": case.spec, "built": dataclasses.asdict(built), "ort": results,
-                         "machine": prepared.machine}, f)
+                         "machine": prepared.machine, "form": form}, f)
         temporary.replace(path)
     return prepared
 
@@ -1249,9 +1257,10 @@ def oracle_problem(case: Case, prepared: Prepared) -> tuple[str, str] | None:
             return "failed", (f"ORT ENABLE_ALL and DISABLE_ALL disagree on {name} beyond any "
                               f"declared deviation: "
                               f"{_describe_difference(a, b, ('ENABLE_ALL', 'DISABLE_ALL'))}")
-    if case.vnni_exact_only and not exact_u8s8_oracle(prepared.machine):
-        return "skipped", (f"ORT outputs came from {prepared.machine}: without VNNI ORT's "
-                           "u8 x s8 kernel saturates int16 pair sums, so it is no exact oracle")
+    if not usable(case, prepared.machine, prepared.form):  # prepare() never gives these
+        return "failed", (f"ORT outputs came from {prepared.machine} in the s8 form: without "
+                          "VNNI ORT's u8 x s8 kernel saturates int16 pair sums, so it is no "
+                          "exact oracle (delete the cache entry)")
     return None
 
 
@@ -1334,7 +1343,8 @@ def main(argv=None) -> int:
         for case in cases:
             notes = [f"deviation <= {case.deviation['max_lsb']} LSB"] if case.deviation else []
             notes += ["ORT defect: compared with the exact result"] if case.ort_defect else []
-            notes += ["exact ORT needs VNNI"] if case.vnni_exact_only else []
+            notes += [f"u8 x s8: ORT runs the {ort_form(case)} form here"] \
+                if case.vnni_exact_only else []
             if case.spec_deviation:
                 low, high = case.spec_deviation["quotient_range"]
                 notes.append(f"|x/scale| in [{low:g}, {high:g}): compared with onnx reference")
@@ -1354,7 +1364,7 @@ def main(argv=None) -> int:
             status, detail = oracle_problem(case, prepared) or ("passed", "")
         else:
             status, detail = check_case(case, args.threads, prepared=prepared)
-        machines[json.dumps(prepared.machine, sort_keys=True)] += 1
+        machines[json.dumps(dict(prepared.machine, form=prepared.form), sort_keys=True)] += 1
         tally[case.op][status] += 1
         if status != "passed":
             failures.append((case.case_id, status, detail))
@@ -1363,7 +1373,9 @@ def main(argv=None) -> int:
     for case_id, status, detail in failures:
         if args.verbose or status == "failed":
             print(f"{status.upper()} {case_id}: {detail[:1500]}")
-    print(f"\nONNX Runtime {onnxruntime.__version__} CPU EP outputs from:")
+    print(f"\nthis host: {ort_exact.describe_host()}")
+    print(f"ONNX Runtime {onnxruntime.__version__} CPU EP outputs from (form s8: the case as "
+          f"built; u8: its u8 x u8 form):")
     for machine, count in machines.items():
         print(f"  {count} cases: {machine}")
     print(f"\n{'op':36s} {'passed':>7s} {'refused (by design)':>20s} {'failed':>7s} "

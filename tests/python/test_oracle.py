@@ -7,6 +7,7 @@ also run octet with 2 threads: results must not depend on the thread count.
 """
 
 import dataclasses
+import pickle
 
 import numpy as np
 import pytest
@@ -109,3 +110,24 @@ def test_designed_refusal_can_fail():
                                 octet_refuses="some other message")
     status, detail = oracle.check_case(other)
     assert status == "failed" and "without the designed message" in detail
+
+
+def test_u8s8_cases_are_judged_by_exact_ort_outputs(tmp_path, monkeypatch):
+    """No u8 x s8 case is skipped: ORT's outputs for one come from its u8 x u8 form, or from
+    its own form on a machine whose u8 x s8 kernel is exact (VNNI). A cached s8-form entry
+    from a machine without VNNI is not used: prepare() recomputes it in this host's form."""
+    cases = [c for c in CASES if c.vnni_exact_only]
+    assert len(cases) >= 100
+    for case in cases:
+        prepared = oracle.prepare(case)
+        assert oracle.usable(case, prepared.machine, prepared.form), case.case_id
+    case = _case("MatMulInteger/u8i8_4x8_by_8x5_full_zarandom_zbrandom")
+    monkeypatch.setattr(oracle, "CACHE_DIR", tmp_path)
+    fresh = oracle.prepare(case)
+    assert fresh.form == oracle.ort_form(case)
+    entry = pickle.loads((tmp_path / f"{case.key()}.pkl").read_bytes())
+    assert entry["form"] == fresh.form and entry["machine"] == oracle.machine_info()
+    entry.update(form="s8", machine={"machine": "x86_64", "cpu": "saturating", "isa": ["avx2"]})
+    (tmp_path / f"{case.key()}.pkl").write_bytes(pickle.dumps(entry))
+    again = oracle.prepare(case)
+    assert again.machine == oracle.machine_info() and again.form == fresh.form

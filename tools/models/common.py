@@ -64,30 +64,69 @@ def _quiet():
     return contextlib.redirect_stdout(io.StringIO())
 
 
-# name -> (quant_format, per_channel, activation type, weight type); "dynamic" is separate.
+# The recipes every builder names. Keys: fmt (QDQ | QOperator), per_channel, act and weight
+# (QuantType names), method (CalibrationMethod name, MinMax by default), extra
+# (quantize_static extra_options), op_types (op_types_to_quantize; default: all), more_data
+# (calibrate on the builder's larger calibration set).
 STATIC_RECIPES = {
-    "qdq_pc": ("QDQ", True, "QInt8", "QInt8"),     # ORT's defaults: S8S8, per-channel weights
-    "qdq_pt": ("QDQ", False, "QInt8", "QInt8"),    # S8S8, per-tensor weights
-    "qop": ("QOperator", False, "QUInt8", "QInt8"),  # U8S8 QLinear* operators
+    # what a user gets from ORT's defaults (MinMax on the small calibration set)
+    "qdq_pc": dict(fmt="QDQ", per_channel=True, act="QInt8", weight="QInt8"),  # S8S8
+    "qdq_pt": dict(fmt="QDQ", per_channel=False, act="QInt8", weight="QInt8"),
+    "qop": dict(fmt="QOperator", per_channel=False, act="QUInt8", weight="QInt8"),  # U8S8
+    # what a careful user makes: more calibration data and ORT's better options
+    "qdq_pc_pct": dict(fmt="QDQ", per_channel=True, act="QUInt8", weight="QInt8",
+                       method="Percentile", extra={"CalibPercentile": 99.999}, more_data=True),
+    "qdq_pc_ent": dict(fmt="QDQ", per_channel=True, act="QInt8", weight="QInt8",
+                       method="Entropy", more_data=True),
+    "qdq_pc_sym": dict(fmt="QDQ", per_channel=True, act="QInt8", weight="QInt8",
+                       method="Percentile", extra={"CalibPercentile": 99.999,
+                                                   "ActivationSymmetric": True}, more_data=True),
+    # AMD Quark's --matmul-only: only the MatMuls quantized (int8 activations and weights)
+    "qdq_mm": dict(fmt="QDQ", per_channel=True, act="QInt8", weight="QInt8",
+                   op_types=["MatMul"], more_data=True),
+    # MatMuls only, on a SmoothQuant-ed float model (build_minilm.smooth_quant)
+    "qdq_sq": dict(fmt="QDQ", per_channel=True, act="QUInt8", weight="QInt8",
+                   method="Percentile", extra={"CalibPercentile": 99.999}, op_types=["MatMul"],
+                   more_data=True),
 }
 
 
-def quantize(float_path, out_path, recipe, calibration_feeds=None, nodes_to_exclude=()):
-    """Quantizes float_path with onnxruntime.quantization into out_path (deterministic:
-    MinMax calibration over the given feeds, in order)."""
-    from onnxruntime.quantization import QuantFormat, QuantType, quantize_dynamic, quantize_static
+def quantize(float_path, out_path, recipe, calibration_feeds=None, nodes_to_exclude=(),
+             extra_options=None):
+    """Quantizes float_path with onnxruntime.quantization into out_path: "dynamic"
+    (quantize_dynamic, int8 weights) or a named static recipe (deterministic: calibration over
+    the given feeds, in order)."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    if recipe != "dynamic":
+        return quantize_recipe(float_path, out_path, STATIC_RECIPES[recipe], calibration_feeds,
+                               nodes_to_exclude)
     os.makedirs(os.path.dirname(out_path), exist_ok=True)
     tmp = out_path + ".tmp"
     with _quiet():
-        if recipe == "dynamic":
-            quantize_dynamic(float_path, tmp, weight_type=QuantType.QInt8,
-                             nodes_to_exclude=list(nodes_to_exclude))
-        else:
-            fmt, per_channel, act, weight = STATIC_RECIPES[recipe]
-            quantize_static(float_path, tmp, FeedReader(calibration_feeds),
-                            quant_format=getattr(QuantFormat, fmt), per_channel=per_channel,
-                            activation_type=getattr(QuantType, act),
-                            weight_type=getattr(QuantType, weight),
-                            nodes_to_exclude=list(nodes_to_exclude))
+        quantize_dynamic(float_path, tmp, weight_type=QuantType.QInt8,
+                         nodes_to_exclude=list(nodes_to_exclude), extra_options=extra_options)
     os.replace(tmp, out_path)
 
+
+def quantize_recipe(float_path, out_path, recipe, calibration_feeds, nodes_to_exclude=()):
+    """quantize_static with one recipe of the form of STATIC_RECIPES."""
+    from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
+    os.makedirs(os.path.dirname(out_path), exist_ok=True)
+    tmp = out_path + ".tmp"
+    method = recipe.get("method", "MinMax")
+    extra = dict(recipe.get("extra", {}))
+    # ORT 1.31.1's calibrators keep every batch's intermediate tensors until the end (its
+    # MinMax CalibMaxIntermediateOutputs drops the batches it flushes instead of merging
+    # them), so the builders keep calibration sets small in tokens / pixels.
+    options = {}
+    if recipe.get("op_types"):
+        options["op_types_to_quantize"] = list(recipe["op_types"])
+    with _quiet():
+        quantize_static(float_path, tmp, FeedReader(calibration_feeds),
+                        quant_format=getattr(QuantFormat, recipe["fmt"]),
+                        per_channel=recipe["per_channel"],
+                        activation_type=getattr(QuantType, recipe["act"]),
+                        weight_type=getattr(QuantType, recipe["weight"]),
+                        calibrate_method=getattr(CalibrationMethod, method),
+                        nodes_to_exclude=list(nodes_to_exclude), extra_options=extra, **options)
+    os.replace(tmp, out_path)
