@@ -72,6 +72,29 @@ inline void DpbusdWithFmaZmm(int64_t iterations) {
                    : "cc", OCTET_CLOBBER_XMM);
 }
 
+// The AVX2 GEMM tile's step (gemm_i16s8_6x16c2_avx2): one k pair of a 6 x 16
+// tile, 6 broadcast A pairs against 16 columns of B, operands from L1. B is
+// either int8 widened in registers (vpmovsxbw, what the kernel does: weights
+// stay int8 in memory) or stored as int16 (twice the bytes, no widening): the
+// two ways issue 14 asks to compare.
+#define OCTET_TILE_ROW_Y(r, c0, c1)                                                       \
+  "vpbroadcastd " #r "*4(%1), %%ymm14\n\t"                                                \
+  "vpmaddwd %%ymm12, %%ymm14, %%ymm15\n\tvpaddd %%ymm15, %%ymm" #c0 ", %%ymm" #c0 "\n\t" \
+  "vpmaddwd %%ymm13, %%ymm14, %%ymm15\n\tvpaddd %%ymm15, %%ymm" #c1 ", %%ymm" #c1 "\n\t"
+#define OCTET_TILE_ROWS_Y                                                               \
+  OCTET_TILE_ROW_Y(0, 0, 1) OCTET_TILE_ROW_Y(1, 2, 3) OCTET_TILE_ROW_Y(2, 4, 5)         \
+      OCTET_TILE_ROW_Y(3, 6, 7) OCTET_TILE_ROW_Y(4, 8, 9) OCTET_TILE_ROW_Y(5, 10, 11)
+alignas(64) inline int16_t tile_operands[64] = {};  // A pairs at 0, B at 32 (bytes 64..127)
+#define OCTET_TILE_LOOP(fn_name, load_b)                                                   \
+  inline void fn_name(int64_t iterations) {                                                \
+    __asm__ volatile("1:\n\t" load_b OCTET_TILE_ROWS_Y "dec %0\n\tjnz 1b\n\tvzeroupper\n\t" \
+                     : "+r"(iterations)                                                    \
+                     : "r"(tile_operands), "r"(tile_operands + 32)                         \
+                     : "cc", "memory", OCTET_CLOBBER_XMM);                                 \
+  }
+OCTET_TILE_LOOP(TileStepWidenedB, "vpmovsxbw (%2), %%ymm12\n\tvpmovsxbw 16(%2), %%ymm13\n\t")
+OCTET_TILE_LOOP(TileStepInt16B, "vmovdqu (%2), %%ymm12\n\tvmovdqu 32(%2), %%ymm13\n\t")
+
 // One vpdpbusd: 4 MACs per 32-bit lane; one vpmaddwd: 2 per lane (int8
 // widened to int16, so one int8 MAC per int16 product).
 inline std::vector<PeakLoop> PeakLoops() {
@@ -82,6 +105,8 @@ inline std::vector<PeakLoop> PeakLoops() {
       {"vpmaddwd+vpaddd zmm (int16, exact)", Isa::kAvx512, 12 * 32, MaddwdZmm},
       {"vpmaddwd+vpaddd ymm (AVX2, exact)", Isa::kAvx2, 12 * 16, MaddwdYmm},
       {"vpdpbusd zmm + vfmadd231ps (dp MACs)", Isa::kAvx512Vnni, 6 * 64, DpbusdWithFmaZmm},
+      {"AVX2 6x16 tile step, int8 B widened", Isa::kAvx2, 12 * 16, TileStepWidenedB},
+      {"AVX2 6x16 tile step, int16 B", Isa::kAvx2, 12 * 16, TileStepInt16B},
   };
 }
 #else
