@@ -39,11 +39,13 @@ using gemm::TileArgs;
 // there is more than one thread; the sums are exact, so results never depend
 // on it). A block of output pixels is packed at once: at most kPackBytes of
 // packed im2col (it stays in L2) and at most kMaxBlockPixels pixels. k is cut
-// into blocks of kBlockK so a B micro-panel (nr x kBlockK bytes) stays in L1
-// while the weight panels stream from L2, as in the GEMM.
+// into the fewest equal blocks whose B micro-panel (nr columns of a block's k)
+// fits kBPanelBytes, so it stays in L1 while the weight panels stream from L2,
+// as in the GEMM; equal blocks, because a short last block pays a whole tile's
+// partial-sum traffic for little work.
 constexpr int64_t kPackBytes = 192 * 1024;
 constexpr int64_t kMaxBlockPixels = 256;
-constexpr int64_t kBlockK = 512;
+constexpr int64_t kBPanelBytes = 16 * 1024;
 // The AVX-512 requantizing tile (conv_pack.h) runs all of k at once: up to 1024
 // k, a 32 KiB x panel (L1) -- every 1x1 convolution of the detector.
 constexpr int64_t kRequantTileMaxK = 1024;
@@ -480,7 +482,9 @@ void GemmPath::Run(const ConvGeometry& g, const Int8ConvOperand& x, const Epilog
 #endif
       // Rows m0..m1 of the group x cols = W_group * packed block, a chunk of
       // rows at a time, their partial sums between k blocks kept in L1.
-      const int64_t kc = std::max<int64_t>(1, kBlockK / g_size);
+      const int64_t kc_max = std::max<int64_t>(1, kBPanelBytes / (nr * g_size));
+      const int64_t kc =
+          std::max<int64_t>(1, CeilDiv(kg, std::max<int64_t>(1, CeilDiv(kg, kc_max))));
       const int64_t chunk_rows =
           kg <= kc ? m1 - m0 : std::max<int64_t>(mr, kAccChunkBytes / (cols * 4) / mr * mr);
       if (kg > kc) sc.partial.resize(std::min(chunk_rows, m1 - m0) * cols);
