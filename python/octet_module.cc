@@ -77,9 +77,10 @@ py::list Describe(const std::vector<TensorInfo> &infos) {
 
 class PySession {
  public:
-  PySession(const py::object &model, int threads) {
+  PySession(const py::object &model, int threads, bool keep_intermediates) {
     SessionOptions options;
     options.threads = threads;
+    options.keep_intermediates = keep_intermediates;
     if (py::isinstance<py::bytes>(model)) {
       std::string bytes = model.cast<std::string>();
       py::gil_scoped_release release;
@@ -122,6 +123,15 @@ class PySession {
     return {read_in_bounds_.begin(), read_in_bounds_.end()};
   }
   py::list outputs() const { return Describe(session_->outputs()); }
+  py::list intermediates() const { return Describe(session_->intermediates()); }
+  void set_profiling(bool on) { session_->SetProfiling(on); }
+  // (runs, [(op, seconds, calls), ...]) with the most time first.
+  py::tuple profile() const {
+    const SessionProfile p = session_->Profile();
+    py::list ops;
+    for (const OpTime &t : p.ops) ops.append(py::make_tuple(t.op, t.seconds, t.calls));
+    return py::make_tuple(p.runs, ops);
+  }
 
   // feeds: (name, dtype code, C-contiguous storage array); returns
   // (dtype code, storage array) per output.
@@ -182,10 +192,14 @@ PYBIND11_MODULE(_octet, m) {
   m.doc() = "octet engine binding; use the octet package, not this module";
   py::register_exception<octet::Error>(m, "OctetError", PyExc_RuntimeError);
   py::class_<octet::PySession>(m, "Session")
-      .def(py::init<const py::object &, int>(), py::arg("model"), py::arg("threads"))
+      .def(py::init<const py::object &, int, bool>(), py::arg("model"), py::arg("threads"),
+           py::arg("keep_intermediates") = false)
       .def("inputs", &octet::PySession::inputs)
       .def("inputs_read_in_place", &octet::PySession::inputs_read_in_place)
       .def("outputs", &octet::PySession::outputs)
+      .def("intermediates", &octet::PySession::intermediates)
+      .def("set_profiling", &octet::PySession::set_profiling, py::arg("on"))
+      .def("profile", &octet::PySession::profile)
       .def("run", &octet::PySession::Run, py::arg("output_names"), py::arg("feeds"));
   m.def("active_isa", &octet::ActiveIsaName);
   m.def("supported_isas", &octet::SupportedIsaNames);

@@ -91,14 +91,16 @@ class InferenceSession:
 
     model: a path (str or os.PathLike) to an .onnx file, or the serialized model bytes.
     threads: worker threads (0 = one per core); results never depend on it.
+    keep_intermediates: keep every value the graph computes so that run() can return any
+    of get_intermediates() by name (costs their memory; results are unchanged).
     """
 
-    def __init__(self, path_or_bytes, threads=1):
+    def __init__(self, path_or_bytes, threads=1, keep_intermediates=False):
         if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
             model = bytes(path_or_bytes)
         else:
             model = os.fspath(path_or_bytes)
-        self._session = _octet.Session(model, int(threads))
+        self._session = _octet.Session(model, int(threads), bool(keep_intermediates))
         self._inputs = [NodeArg(n, t, s) for n, _, t, s, _ in self._session.inputs()]
         self._outputs = [NodeArg(n, t, s) for n, _, t, s, _ in self._session.outputs()]
         self._input_codes = {n: code for n, code, _, _, _ in self._session.inputs()}
@@ -108,6 +110,23 @@ class InferenceSession:
 
     def get_outputs(self):
         return list(self._outputs)
+
+    def get_intermediates(self):
+        """The values the nodes compute besides the outputs, in the order they run, after
+        octet's rewrites (a value folded into a fused node is not among them)."""
+        return [NodeArg(n, t, s) for n, _, t, s, _ in self._session.intermediates()]
+
+    def set_profiling(self, on=True):
+        """Times every kernel call by op type from now on (or stops); see profile()."""
+        self._session.set_profiling(bool(on))
+
+    def profile(self):
+        """Kernel time summed over the profiled runs (set_profiling, or OCTET_PROFILE=1 from
+        creation): {"runs": n, "ops": [{"op", "seconds", "calls"}, ...]}, most time first."""
+        runs, ops = self._session.profile()
+        return {"runs": runs,
+                "ops": [{"op": op, "seconds": seconds, "calls": calls}
+                        for op, seconds, calls in ops]}
 
     def run(self, output_names, input_feed):
         """Returns a list of numpy arrays, one per name in output_names (all if None)."""

@@ -1,6 +1,7 @@
 // The C++ API: load a model, prepare it once, run it many times.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
@@ -13,6 +14,10 @@ namespace octet {
 
 struct SessionOptions {
   int threads = 1;
+  // Keep every value the graph computes (after the rewrites) until the run
+  // ends, so that Run can return any of them by name (intermediates()). Costs
+  // the memory of all of them; for `octet compare`. Results are unchanged.
+  bool keep_intermediates = false;
 };
 
 struct TensorInfo {
@@ -27,6 +32,18 @@ struct TensorInfo {
   bool reads_only_own_bytes = false;
 };
 
+// Kernel time by op type ("QuantizeLinear", "octet.QdqMatMul"), summed over
+// the profiled runs.
+struct OpTime {
+  std::string op;
+  double seconds = 0;
+  int64_t calls = 0;
+};
+struct SessionProfile {
+  int64_t runs = 0;
+  std::vector<OpTime> ops;  // most time first
+};
+
 class InferenceSession {
  public:
   static std::unique_ptr<InferenceSession> FromFile(const std::string& path,
@@ -38,12 +55,24 @@ class InferenceSession {
 
   const std::vector<TensorInfo>& inputs() const;
   const std::vector<TensorInfo>& outputs() const;
+  // The values the nodes compute besides the graph outputs, in the order the
+  // nodes run, after the rewrites: a value inside a fused group is not among
+  // them. Run returns them only with SessionOptions::keep_intermediates.
+  const std::vector<TensorInfo>& intermediates() const;
 
   // Runs the model. feeds name the graph inputs; every graph input must be
   // fed, with its declared dtype, rank and static dims (symbolic dims must be
-  // used consistently). output_names empty means all outputs, in model order.
+  // used consistently). output_names empty means all outputs, in model order;
+  // with keep_intermediates they may also name intermediates().
   std::vector<Tensor> Run(const std::vector<std::pair<std::string, Tensor>>& feeds,
                           const std::vector<std::string>& output_names = {});
+
+  // Times every kernel call by op type from now on (on) or stops (off); the
+  // counters add up until the session ends. OCTET_PROFILE=1 in the environment
+  // turns it on at creation and prints the totals to stderr when the session
+  // ends.
+  void SetProfiling(bool on);
+  SessionProfile Profile() const;
 
  private:
   struct Impl;
