@@ -118,16 +118,18 @@ def octet_values(model_path, feeds, threads):
     return dict(zip(names, session.run(names, feeds))), names
 
 
-def ort_values(model_path, feeds, threads, level, scratch):
+def ort_values(model_path, feeds, threads, level, scratch, as_optimized=True):
     """ONNX Runtime's values: the graph it optimized at `level`, every node output added as a
-    graph output, run with optimizations off. Returns (values, plain outputs equal, count)."""
+    graph output, run with optimizations off (as_optimized=False: the model as written, every
+    node output added, run at `level`). Returns (values, whether its outputs equal the plain
+    session's, how many values, the graph it ran)."""
     import onnx
     optimized = os.path.join(scratch, "ort_optimized.onnx")
-    plain = measure.ort_session(model_path, threads, level=level, optimized_path=optimized,
-                                quiet=True)
+    plain = measure.ort_session(model_path, threads, level=level,
+                                optimized_path=optimized if as_optimized else None, quiet=True)
     plain_outputs = dict(zip([o.name for o in plain.get_outputs()], plain.run(None, feeds)))
     del plain
-    graph_model = onnx.load(optimized)
+    graph_model = onnx.load(optimized if as_optimized else model_path)
     present = {o.name for o in graph_model.graph.output}
     for node in graph_model.graph.node:
         for name in node.output:
@@ -135,7 +137,7 @@ def ort_values(model_path, feeds, threads, level, scratch):
                 graph_model.graph.output.append(onnx.ValueInfoProto(name=name))
                 present.add(name)
     instrumented = measure.ort_session(graph_model.SerializeToString(), threads,
-                                       level="disable", quiet=True)
+                                       level="disable" if as_optimized else level, quiet=True)
     names = [o.name for o in instrumented.get_outputs()]
     values = dict(zip(names, instrumented.run(names, feeds)))
     faithful = all(name in values and _same_bits(array, values[name])
@@ -680,8 +682,10 @@ def compare_vs_float(args, feeds, progress, scratch):
     octet_all, octet_order = octet_values(args.model, feeds, args.threads)
     progress.say("running the float model in onnxruntime with every value an output",
                  phase=True)
+    # The float model as written (its values are the reference, not ORT's fusions of them).
     float_all, faithful, count, _ = ort_values(args.vs_float, feeds, args.threads,
-                                               args.ort_level, scratch)
+                                               args.ort_level, scratch, as_optimized=False)
+    float_all = dict(feeds, **float_all)  # the float model's inputs are values too
     rows = []
     position = {name: i for i, name in enumerate(octet_order)}
     in_order = sorted(octet_all, key=lambda n: (graph.order.get(n, len(graph.nodes)),

@@ -35,7 +35,8 @@ def _svg(figure):
     figure.savefig(buffer, format="svg", bbox_inches="tight")
     plt.close(figure)
     text = buffer.getvalue()
-    return text[text.index("<svg"):]  # drop the XML declaration and DOCTYPE
+    text = text[text.index("<svg"):]  # drop the XML declaration and DOCTYPE
+    return re.sub(r"<metadata>.*?</metadata>\s*", "", text, flags=re.S)
 
 
 def _pyplot():
@@ -82,6 +83,7 @@ def latency_chart(results):
 def rounds_chart(results):
     """Every timed round's latency, per engine and thread count."""
     plt = _pyplot()
+    from matplotlib.ticker import MaxNLocator
     figure, axes = plt.subplots(figsize=(7, 2.8))
     styles = ["-", "--", ":", "-."]
     threads = sorted({r["threads"] for r in results})
@@ -92,6 +94,7 @@ def rounds_chart(results):
                   styles[threads.index(r["threads"]) % len(styles)], color=COLORS[r["engine"]],
                   marker=".", markersize=3, linewidth=1,
                   label="%s, %d thr" % (bench.ENGINE_LABEL[r["engine"]], r["threads"]))
+    axes.xaxis.set_major_locator(MaxNLocator(integer=True))
     axes.set_xlabel("round")
     axes.set_ylabel("latency, ms")
     axes.set_ylim(bottom=0)
