@@ -12,6 +12,10 @@ if ! command -v python3 >/dev/null || ! python3 -c 'import ensurepip, venv' 2>/d
   APT_PACKAGES+=(python3 python3-venv)
 fi
 PIP_PACKAGES=(onnx==1.23.2 onnxruntime==1.31.1 numpy ml-dtypes pytest pybind11 scikit-build-core)
+# `octet bench --report` draws its charts with matplotlib; tests/python/test_bench_cli.py
+# opens the page in headless Chromium (chromium --screenshot; chromium-driver for WebDriver).
+APT_PACKAGES+=(chromium chromium-driver)
+PIP_PACKAGES+=(matplotlib==3.11.2)
 
 missing=()
 for package in "${APT_PACKAGES[@]}"; do
