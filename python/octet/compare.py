@@ -11,10 +11,10 @@ Both engines run the graph they normally run, with every intermediate value kept
 Values of the same name in both are compared in the order of the model's nodes. A
 difference whose compared inputs agree is where the engines part ("origin"); the others
 inherit it. Each differing 8-bit value made by a QuantizeLinear is classified: a rounding
-tie when the exact real value (from the integer inputs, for MatMul groups) lies within the
-float path's worst-case error of the rounding boundary between the two results, with the
-accumulator, the exact value and ORT's float value shown as seed 000 does. docs/usage.md,
-"octet compare".
+tie when the exact real value (from the integer inputs of MatMul and Conv groups) lies
+within the float path's worst-case error of the rounding boundary between the two results,
+with the accumulator, the exact value and ORT's float value shown as seed 000 does.
+docs/usage.md, "octet compare".
 """
 
 import argparse
@@ -400,6 +400,92 @@ class ExactProduct:
         return acc, exact, epilogue, bound
 
 
+def _bias_dq(graph, name):
+    """A constant bias: (float32 values, (int32 values, scale) when it is the
+    DequantizeLinear of an int32 constant with zero point 0, else None), or None."""
+    const = _constant_float(graph, name)
+    if const is None:
+        return None
+    value, dq = const
+    if dq is not None and dq[0].dtype == np.int32 and np.all(np.asarray(dq[2]) == 0):
+        return value, (dq[0], dq[1])
+    return value, None
+
+
+class ExactConv:
+    """The exact integer convolution behind a QuantizeLinear fed by Conv(DQ(x), DQ(w)[, bias])
+    (ONNX Runtime's unfused QDQ form): 1-D and 2-D, groups, strides, pads, dilations."""
+
+    def __init__(self, graph, qnode, lookup):
+        self.ok = False
+        conv = graph.producer.get(qnode.input[0])
+        if conv is None or conv.op_type != "Conv":
+            return
+        attrs = {a.name: a for a in conv.attribute}
+        if "auto_pad" in attrs and attrs["auto_pad"].s not in (b"", b"NOTSET"):
+            return
+        x, w = _dq_source(graph, conv.input[0]), _dq_source(graph, conv.input[1])
+        if x is None or w is None or np.asarray(x[1]).size != 1:
+            return
+        self.x, self.w = lookup(x[0]), lookup(w[0])
+        if self.x is None or self.w is None or self.w.ndim not in (3, 4) or \
+                self.x.ndim != self.w.ndim:
+            return
+        out_channels = self.w.shape[0]
+        if np.asarray(w[1]).size not in (1, out_channels) or (
+                np.asarray(w[1]).size > 1 and w[3] % self.w.ndim != 0):
+            return
+        spatial = self.w.ndim - 2
+        self.strides = list(attrs["strides"].ints) if "strides" in attrs else [1] * spatial
+        self.dilations = list(attrs["dilations"].ints) if "dilations" in attrs else [1] * spatial
+        pads = list(attrs["pads"].ints) if "pads" in attrs else [0] * (2 * spatial)
+        self.begin = pads[:spatial]
+        self.group = attrs["group"].i if "group" in attrs else 1
+        self.sx, self.zx = np.float32(np.asarray(x[1]).reshape(())), int(np.asarray(x[2]))
+        self.sw = np.broadcast_to(np.asarray(w[1], np.float32).reshape(-1), (out_channels,))
+        self.zw = np.broadcast_to(np.asarray(w[2], np.int64).reshape(-1), (out_channels,))
+        self.bias = self.bias_q = None
+        if len(conv.input) > 2 and conv.input[2]:
+            bias = _bias_dq(graph, conv.input[2])
+            if bias is None:
+                return
+            self.bias, self.bias_q = bias
+        self.ok = True
+
+    def at(self, index, s_out):
+        n, o, where = index[0], index[1], index[2:]
+        per_group = self.w.shape[0] // self.group
+        cin = self.w.shape[1]
+        first = (o // per_group) * cin
+        kernel = self.w.shape[2:]
+        patch = np.zeros((cin,) + tuple(kernel), np.int64)
+        xs = self.x[n, first:first + cin].astype(np.int64) - self.zx
+        for offsets in np.ndindex(*kernel):
+            position = [where[d] * self.strides[d] - self.begin[d] + offsets[d] *
+                        self.dilations[d] for d in range(len(kernel))]
+            if all(0 <= p < self.x.shape[2 + d] for d, p in enumerate(position)):
+                patch[(slice(None),) + offsets] = xs[(slice(None),) + tuple(position)]
+        wo = self.w[o].astype(np.int64) - int(self.zw[o])
+        acc = int((patch * wo).sum())
+        scale = float(self.sx) * float(self.sw[o])
+        terms = float(np.abs(patch * wo).sum()) * scale
+        bias = 0.0 if self.bias is None else float(np.asarray(self.bias).reshape(-1)[
+            0 if self.bias.size == 1 else o])
+        exact = (acc * scale + bias) / float(s_out)
+        bound = ((wo.size + 3) * U * (terms + abs(bias))) / float(s_out) + 2 * U * abs(exact)
+        multiplier = np.float32(np.float32(self.sx * self.sw[o]) / np.float32(s_out))
+        epilogue = None
+        if self.bias is None:
+            epilogue = float(np.float32(np.float32(acc) * multiplier))
+        elif self.bias_q is not None:
+            bq, bs = self.bias_q
+            bs = np.asarray(bs).reshape(-1)
+            if np.float32(bs[0 if bs.size == 1 else o]) == np.float32(self.sx * self.sw[o]):
+                b = int(np.asarray(bq).reshape(-1)[0 if bq.size == 1 else o])
+                epilogue = float(np.float32(np.float32(acc + b) * multiplier))
+        return acc, exact, epilogue, bound
+
+
 def classify_ties(graph, name, octet_value, ort_value, differ, ort_all, lookup, ort_op=None):
     """Classifies the differing elements of an 8-bit tensor made by a QuantizeLinear."""
     qnode = graph.producer.get(name)
@@ -421,6 +507,8 @@ def classify_ties(graph, name, octet_value, ort_value, differ, ort_all, lookup, 
     if x_ort is not None and (x_ort.dtype != np.float32 or x_ort.shape != shape):
         x_ort = None
     product = ExactProduct(graph, qnode, lookup)
+    if not product.ok:
+        product = ExactConv(graph, qnode, lookup)
     indices = np.argwhere(differ)[:MAX_ANALYZED]
     counts = {kind: 0 for kind in KINDS}
     integer_kernel = x_ort is None and ort_op in INTEGER_KERNELS
@@ -493,8 +581,8 @@ def _tie_text(t):
     if c["unclassified"]:
         parts.append("%d unclassified (%s)" % (
             c["unclassified"], "octet differs from its exact product too" if t["integer_kernel"]
-            and t["exact_known"] else "no float input of ORT's QuantizeLinear and no MatMul "
-            "group to recompute"))
+            and t["exact_known"] else "no float input of ORT's QuantizeLinear and no MatMul or "
+            "Conv group to recompute"))
     text = ", ".join(parts)
     e = t["example"]
     if e:

@@ -359,6 +359,43 @@ def test_compare_names_the_planted_tie(tmp_path):
     assert same.returncode == 0 and "every compared value is equal, bit for bit" in same.stdout
 
 
+def test_exact_conv_recomputes_the_accumulator(tmp_path):
+    """compare's exact Conv (strides, pads, dilations, groups, per-channel weights, int32
+    bias) against a direct int64 loop."""
+    from octet import compare
+    rng = np.random.default_rng(3)
+    x = rng.integers(-128, 128, (1, 4, 7, 6), dtype=np.int8)
+    w = rng.integers(-128, 128, (6, 2, 3, 2), dtype=np.int8)
+    bias = rng.integers(-500, 500, 6).astype(np.int32)
+    sx, sw = np.float32(0.02), rng.uniform(0.001, 0.01, 6).astype(np.float32)
+    nodes = [helper.make_node("DequantizeLinear", ["x", "sx", "zx"], ["xf"]),
+             helper.make_node("DequantizeLinear", ["w", "sw", "zw"], ["wf"], axis=0),
+             helper.make_node("DequantizeLinear", ["b", "sb", "zb"], ["bf"], axis=0),
+             helper.make_node("Conv", ["xf", "wf", "bf"], ["y"], group=2, strides=[2, 1],
+                              pads=[1, 0, 2, 1], dilations=[1, 2]),
+             helper.make_node("QuantizeLinear", ["y", "sy", "zy"], ["yq"])]
+    inits = [const("sx", sx), const("zx", np.int8(3)), const("w", w), const("sw", sw),
+             const("zw", np.zeros(6, np.int8)), const("b", bias), const("sb", sx * sw),
+             const("zb", np.zeros(6, np.int32)), const("sy", np.float32(0.05)),
+             const("zy", np.int8(-2))]
+    path = save_model(nodes, [helper.make_tensor_value_info("x", TensorProto.INT8, x.shape)],
+                      [helper.make_tensor_value_info("yq", TensorProto.INT8, None)], inits,
+                      tmp_path / "conv.onnx")
+    graph = compare.Graph(path)
+    exact = compare.ExactConv(graph, graph.producer["yq"], {"x": x, "w": w}.get)
+    assert exact.ok
+    xp = np.pad(x.astype(np.int64) - 3, ((0, 0), (0, 0), (1, 2), (0, 1)))
+    for o, oh, ow in [(0, 0, 0), (4, 3, 2), (5, 3, 4), (2, 1, 0)]:  # y is [1, 6, 4, 5]
+        g = o // 3
+        acc = sum(int(xp[0, g * 2 + c, oh * 2 + i, ow + 2 * j]) * int(w[o, c, i, j])
+                  for c in range(2) for i in range(3) for j in range(2))
+        got, real, epilogue, bound = exact.at((0, o, oh, ow), np.float32(0.05))
+        assert got == acc
+        assert real == pytest.approx((acc * float(sx) * float(sw[o]) + float(
+            np.float32(bias[o]) * np.float32(sx * sw[o]))) / 0.05)
+        assert epilogue == pytest.approx(real, abs=1e-4) and 0 < bound < 1e-2
+
+
 def test_compare_vs_float(default_model, tmp_path):
     sys.path.insert(0, os.path.join(ROOT, "tools", "models"))
     import make_default_model
