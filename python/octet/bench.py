@@ -102,6 +102,9 @@ def parse_args(argv):
     for path, ext in ((args.json, ".json"), (args.report, ".html")):
         if path and os.path.isdir(path):
             raise UsageError("%s is a directory; name a %s file" % (path, ext))
+        if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+            raise UsageError("cannot write %s: no folder %s" % (
+                path, os.path.dirname(os.path.abspath(path))))
     args.shapes = {}
     for spec in args.shape:
         try:
@@ -308,15 +311,22 @@ def bench(args):
             elif not all(np.array_equal(a, b) for a, b in zip(first_outputs, outputs["octet"])):
                 report["octet_thread_invariant"] = False
 
-            def show(phase, done, samples, label=label):
+            clock = {}
+
+            def show(phase, done, samples, label=label, clock=clock):
                 if phase == "warm-up":
                     progress.say("%s: warm-up done (%d run(s) each), timing rounds" % (
                         label, args.warmup), phase=True)
+                    clock["start"] = time.perf_counter()
                     return
                 last = ", ".join("%s %s ms" % (ENGINE_LABEL[e], _fmt_ms(s[-1].wall))
                                  for e, s in samples.items())
-                total = "/%d" % args.repeat if args.repeat else ""
+                total = "/%d" % args.repeat if args.repeat else " (%.1f of %g s)" % (
+                    time.perf_counter() - clock["start"], args.time)
                 progress.say("%s: round %d%s: %s" % (label, done, total, last))
+
+            progress.say("%s: warm-up, %d run(s) of each engine" % (label, args.warmup),
+                         phase=True)
 
             samples = measure.alternate(runs, rounds=args.repeat, seconds=args.time,
                                         warmup=args.warmup, max_rounds=MAX_ROUNDS,

@@ -93,6 +93,9 @@ def parse_args(argv):
         raise UsageError("--threads needs a number >= 0, got %d" % args.threads)
     if args.show < 0:
         raise UsageError("--show needs a number >= 0, got %d" % args.show)
+    if args.json and not os.path.isdir(os.path.dirname(os.path.abspath(args.json))):
+        raise UsageError("cannot write %s: no folder %s" % (
+            args.json, os.path.dirname(os.path.abspath(args.json))))
     args.shapes = {}
     for spec in args.shape:
         try:
