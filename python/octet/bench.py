@@ -51,7 +51,8 @@ def make_parser():
         prog="octet bench", description=HELP,
         usage="octet bench MODEL [--input NAME=FILE.npy | FILE.npz]... [--shape NAME=DIMS]...\n"
               "                   [--threads 1,2] [--vs-ort] [--repeat N | --time S]\n"
-              "                   [--warmup N] [--json OUT.json] [--report OUT.html] [--no-rss]",
+              "                   [--warmup N] [--seed N] [--json OUT.json] [--report OUT.html]\n"
+              "                   [--no-rss] [--quiet]",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("model", metavar="MODEL", help="the .onnx model")
     parser.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy",
@@ -76,7 +77,7 @@ def make_parser():
                           "most %d rounds (default 3)" % MAX_ROUNDS)
     parser.add_argument("--warmup", type=int, default=2, metavar="N",
                         help="untimed runs of each engine before the rounds (default 2)")
-    parser.add_argument("--seed", type=int, default=0,
+    parser.add_argument("--seed", type=int, default=0, metavar="N",
                         help="seed of the invented inputs (default 0)")
     parser.add_argument("--json", metavar="OUT.json", help="also write the results as JSON")
     parser.add_argument("--report", metavar="OUT.html",

@@ -67,7 +67,8 @@ def make_parser():
                         "array of an np.savez archive by key (repeatable)")
     parser.add_argument("--shape", action="append", default=[], metavar="NAME=DIMS",
                         help="shape of an invented input, e.g. input_ids=1x128 (repeatable)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of invented inputs (0)")
+    parser.add_argument("--seed", type=int, default=0, metavar="N",
+                        help="seed of the invented inputs (default 0)")
     against = parser.add_mutually_exclusive_group()
     against.add_argument("--vs-ort", action="store_true",
                          help="compare with ONNX Runtime on the same model (the default)")
@@ -77,7 +78,7 @@ def make_parser():
                         choices=["all", "extended", "basic", "disable"],
                         help="ONNX Runtime's graph optimization level (default all: "
                         "ORT_ENABLE_ALL, what its users run)")
-    parser.add_argument("--threads", type=int, default=1,
+    parser.add_argument("--threads", type=int, default=1, metavar="N",
                         help="threads of both engines (default 1); results do not depend on "
                         "it in octet")
     parser.add_argument("--show", type=int, default=10, metavar="N",
