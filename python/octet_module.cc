@@ -77,12 +77,14 @@ py::list Describe(const std::vector<TensorInfo> &infos) {
 
 class PySession {
  public:
-  PySession(const py::object &model, int threads, const std::string &float_matmul) {
+  PySession(const py::object &model, int threads, const std::string &float_matmul,
+            bool keep_intermediates) {
     SessionOptions options;
     options.threads = threads;
     OCTET_CHECK(float_matmul == "float" || float_matmul == "int8",
                 "float_matmul must be 'float' or 'int8', got '", float_matmul, "'");
     options.float_matmul = float_matmul == "int8" ? FloatMatMul::kInt8 : FloatMatMul::kFloat;
+    options.keep_intermediates = keep_intermediates;
     if (py::isinstance<py::bytes>(model)) {
       std::string bytes = model.cast<std::string>();
       py::gil_scoped_release release;
@@ -125,6 +127,15 @@ class PySession {
     return {read_in_bounds_.begin(), read_in_bounds_.end()};
   }
   py::list outputs() const { return Describe(session_->outputs()); }
+  py::list intermediates() const { return Describe(session_->intermediates()); }
+  void set_profiling(bool on) { session_->SetProfiling(on); }
+  // (runs, [(op, seconds, calls), ...]) with the most time first.
+  py::tuple profile() const {
+    const SessionProfile p = session_->Profile();
+    py::list ops;
+    for (const OpTime &t : p.ops) ops.append(py::make_tuple(t.op, t.seconds, t.calls));
+    return py::make_tuple(p.runs, ops);
+  }
 
   // feeds: (name, dtype code, C-contiguous storage array); returns
   // (dtype code, storage array) per output.
@@ -185,11 +196,15 @@ PYBIND11_MODULE(_octet, m) {
   m.doc() = "octet engine binding; use the octet package, not this module";
   py::register_exception<octet::Error>(m, "OctetError", PyExc_RuntimeError);
   py::class_<octet::PySession>(m, "Session")
-      .def(py::init<const py::object &, int, const std::string &>(), py::arg("model"),
-           py::arg("threads"), py::arg("float_matmul") = "float")
+      .def(py::init<const py::object &, int, const std::string &, bool>(), py::arg("model"),
+           py::arg("threads"), py::arg("float_matmul") = "float",
+           py::arg("keep_intermediates") = false)
       .def("inputs", &octet::PySession::inputs)
       .def("inputs_read_in_place", &octet::PySession::inputs_read_in_place)
       .def("outputs", &octet::PySession::outputs)
+      .def("intermediates", &octet::PySession::intermediates)
+      .def("set_profiling", &octet::PySession::set_profiling, py::arg("on"))
+      .def("profile", &octet::PySession::profile)
       .def("run", &octet::PySession::Run, py::arg("output_names"), py::arg("feeds"));
   m.def("active_isa", &octet::ActiveIsaName);
   m.def("supported_isas", &octet::SupportedIsaNames);

@@ -15,6 +15,10 @@ fi
 # pillow and captcha draw the CRNN's test captchas (tools/models/build_crnn.py).
 PIP_PACKAGES=(onnx==1.23.2 onnxruntime==1.31.1 numpy ml-dtypes pytest pybind11 scikit-build-core
               pillow==13.0.0 captcha==0.7.1)
+# `octet bench --report` draws its charts with matplotlib; tests/python/test_bench_cli.py
+# opens the page in headless Chromium (chromium --screenshot; chromium-driver for WebDriver).
+APT_PACKAGES+=(chromium chromium-driver)
+PIP_PACKAGES+=(matplotlib==3.11.2)
 
 missing=()
 for package in "${APT_PACKAGES[@]}"; do

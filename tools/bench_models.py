@@ -7,7 +7,8 @@ seq 128 (the bundled evaluation sentences), and ddddocr's detector (tools/models
 Models are built into build/models/ when missing.
 
 Time: both engines in this one process on the same inputs, warmed up, then --repeat rounds
-that alternate octet / ONNX Runtime (one run each), min and median per engine. ONNX Runtime:
+that alternate octet / ONNX Runtime (one run each), min and median per engine (the timer,
+the alternation and the RSS probe are `octet bench`'s, python/octet/measure.py). ONNX Runtime:
 CPU EP, ORT_ENABLE_ALL, intra_op_num_threads=T, inter_op_num_threads=1, spinning off (its
 spinning workers would otherwise take the core octet needs between its runs). octet:
 octet.InferenceSession(model, threads=T). The outputs are compared as a sanity check
@@ -25,69 +26,32 @@ part above the RSS it had after the imports, before the session (the model's own
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 
 TOOLS = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, TOOLS)
 sys.path.insert(0, os.path.join(TOOLS, "models"))
+import measure  # noqa: E402  (octet bench's timer, alternation and RSS probe)
 
 SEQ = 128
 
 
-def proc_status_kib(field):
-    """VmRSS (now) or VmHWM (peak) of this process in KiB. Not ru_maxrss: Linux carries the
-    parent's high-water mark into a forked child across exec, so a child started from a big
-    parent would report the parent's peak."""
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise SystemExit("bench_models: no %s in /proc/self/status" % field)
-
-
 def make_session(engine, path, threads):
-    if engine == "octet":
-        import octet
-        session = octet.InferenceSession(path, threads=threads)
-    else:
-        import onnxruntime as ort
-        options = ort.SessionOptions()
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    session = measure.make_session(engine, path, threads)
     return lambda feeds: session.run(None, feeds)
 
 
-def rss_child(engine, path, threads, feeds_path):
-    """Runs in a child process: prints {"base": KiB, "peak": KiB} as JSON."""
-    feeds = dict(np.load(feeds_path))
-    if engine == "octet":
-        import octet  # noqa: F401
-    else:
-        import onnxruntime  # noqa: F401
-    base = proc_status_kib("VmRSS")
-    run = make_session(engine, path, threads)
-    for _ in range(2):
-        run(feeds)
-    print(json.dumps({"base": base, "peak": proc_status_kib("VmHWM")}))
-
-
 def measure_rss(engine, path, threads, feeds_path):
-    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--rss-child", engine, path,
-                          str(threads), feeds_path], capture_output=True, text=True)
-    if out.returncode != 0:
-        raise SystemExit("bench_models: RSS child for %s on %s failed:\n%s"
-                         % (engine, path, out.stderr[-2000:]))
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    try:
+        rss = measure.peak_rss(engine, path, threads, feeds_path)
+    except RuntimeError as error:
+        raise SystemExit("bench_models: %s on %s: %s" % (engine, path, error))
+    return {"base": rss["base_kib"], "peak": rss["peak_kib"]}
 
 
 def min_row_cosine(a, b):
@@ -119,14 +83,10 @@ def rows(args):
 
 
 def timed_rounds(runs, feeds, repeat):
-    """Alternating rounds: {engine: [seconds, ...]}."""
-    times = {engine: [] for engine in runs}
-    for _ in range(repeat):
-        for engine, run in runs.items():
-            start = time.perf_counter()
-            run(feeds)
-            times[engine].append(time.perf_counter() - start)
-    return times
+    """Alternating rounds (one run of each engine per round): {engine: [seconds, ...]}."""
+    samples = measure.alternate({engine: (lambda run=run: run(feeds)) for engine, run in
+                                 runs.items()}, rounds=repeat, warmup=0)
+    return {engine: [s.wall for s in values] for engine, values in samples.items()}
 
 
 def main(argv=None):
@@ -139,12 +99,7 @@ def main(argv=None):
     parser.add_argument("--det-variants", default="qdq_pc,qop")
     parser.add_argument("--repeat", type=int, default=7, help="timed rounds per engine")
     parser.add_argument("--no-rss", action="store_true", help="skip the peak-RSS children")
-    parser.add_argument("--rss-child", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.rss_child:
-        engine, path, threads, feeds_path = args.rss_child
-        rss_child(engine, path, int(threads), feeds_path)
-        return 0
     args.models = args.models.split(",")
     args.threads = [int(t) for t in args.threads.split(",")]
     args.batches = [int(b) for b in args.batches.split(",")]

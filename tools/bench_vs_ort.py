@@ -4,7 +4,8 @@ For each model kind, shape (M, K, N) and thread count, both engines get the same
 model bytes (B a constant initializer) and the same input. The outputs are compared
 bit for bit first; then the two engines are timed alternately (warm-up, then
 `--repeat` rounds of octet / ONNX Runtime, each round a loop long enough to be timed
-reliably) and the table gives the min and median per-run time, the ratio ONNX
+reliably; the timer and the alternation are `octet bench`'s, python/octet/measure.py)
+and the table gives the min and median per-run time, the ratio ONNX
 Runtime / octet (> 1: octet is faster), GOPS (2*M*K*N per run) and the percentage of
 the int8 peak of the cores used (--peak-gops per core, or measured by
 int8_peak_bench from the build folder). On a shared machine the wall-clock
@@ -41,7 +42,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -51,6 +51,7 @@ from onnx import TensorProto, helper, numpy_helper
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import host  # noqa: E402
+import measure  # noqa: E402
 DEFAULT_SHAPES = [(1, 1024, 1024), (16, 1024, 1024), (128, 1024, 1024), (512, 1024, 1024),
                   (128, 1024, 4096), (128, 4096, 1024), (1, 4096, 4096)]
 KINDS = ["matmulinteger", "qlinearmatmul", "qdq_s8", "qdq_u8"]
@@ -140,13 +141,8 @@ class Case:
         return 2 * self.m * self.k * self.n
 
 
-def ort_session(model, threads, level=ort.GraphOptimizationLevel.ORT_ENABLE_ALL, spinning=False):
-    so = ort.SessionOptions()
-    so.graph_optimization_level = level
-    so.intra_op_num_threads = threads
-    so.inter_op_num_threads = 1
-    so.add_session_config_entry("session.intra_op.allow_spinning", "1" if spinning else "0")
-    return ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+def ort_session(model, threads, level="all", spinning=False):
+    return measure.ort_session(model, threads, level=level, spinning=spinning)
 
 
 def mismatches(a, b):
@@ -156,17 +152,6 @@ def mismatches(a, b):
     bits_a = a.view(np.uint8) if a.dtype.itemsize == 1 else a.view(f"u{a.dtype.itemsize}")
     bits_b = b.view(np.uint8) if b.dtype.itemsize == 1 else b.view(f"u{b.dtype.itemsize}")
     return int((bits_a != bits_b).sum())
-
-
-def time_loop(fn, target_s):
-    """(wall seconds, process CPU seconds) per call of fn, from a loop of at least target_s."""
-    calls, start, cpu_start = 0, time.perf_counter(), time.process_time()
-    while True:
-        fn()
-        calls += 1
-        elapsed = time.perf_counter() - start
-        if elapsed >= target_s:
-            return elapsed / calls, (time.process_time() - cpu_start) / calls
 
 
 def measure_peak(build, fallback):
@@ -204,16 +189,15 @@ def bench(args, octet):
                 y_o = sess_o.run(None, case.feeds)[0]
                 y_r = sess_r.run(None, case.feeds)[0]
                 diff = mismatches(y_o, y_r)
-                run_o = lambda: sess_o.run(None, case.feeds)  # noqa: E731
-                run_r = lambda: sess_r.run(None, case.feeds)  # noqa: E731
-                for _ in range(3):
-                    run_o(), run_r()
-                times_o, times_r, cpu_o, cpu_r = [], [], [], []
-                for _ in range(args.repeat):
-                    for run, times, cpu in ((run_o, times_o, cpu_o), (run_r, times_r, cpu_r)):
-                        wall, cpu_time = time_loop(run, args.loop_s)
-                        times.append(wall)
-                        cpu.append(cpu_time)
+                runs = {"octet": lambda: sess_o.run(None, case.feeds),
+                        "ort": lambda: sess_r.run(None, case.feeds)}
+                # A round times each engine in a loop of at least --loop-s.
+                samples = measure.alternate(runs, rounds=args.repeat, warmup=3,
+                                            min_seconds=args.loop_s)
+                times_o = [s.wall for s in samples["octet"]]
+                times_r = [s.wall for s in samples["ort"]]
+                cpu_o = [s.cpu for s in samples["octet"]]
+                cpu_r = [s.cpu for s in samples["ort"]]
                 o_min, r_min = min(times_o), min(times_r)
                 gops = case.ops / o_min / 1e9
                 print(f"| {kind} | {m}x{k}x{n} | {threads} | {o_min * 1e6:.1f} / "
@@ -276,8 +260,7 @@ def float_models(rng, m, k, n, b_signed, per_column, with_bias, batch):
 def check(args, octet):
     rng = np.random.default_rng(3)
     failures = 0
-    levels = {"DISABLE_ALL": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
-              "ENABLE_ALL": ort.GraphOptimizationLevel.ORT_ENABLE_ALL}
+    levels = {"DISABLE_ALL": "disable", "ENABLE_ALL": "all"}
     configs = [(m, k, n, b_signed, per_column, with_bias, batch)
                for (m, k, n) in [(1, 64, 48), (37, 300, 129), (128, 1024, 256)]
                for b_signed in (False, True) for per_column in (False, True)

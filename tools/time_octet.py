@@ -15,13 +15,13 @@ shared, so compare rounds of the same minutes, not runs of different hours. For
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 import octet
 
 import bench_conv_vs_ort
 import bench_vs_ort
+import measure  # octet bench's timer and rounds (python/octet/measure.py)
 
 
 def main():
@@ -55,14 +55,9 @@ def main():
         model, feeds = case.model, case.feeds
         label = f"{args.kind} {args.m}x{args.k}x{args.n}"
     session = octet.InferenceSession(model, threads=args.threads)
-    for _ in range(3):
-        session.run(None, feeds)
-    best = float("inf")
-    for _ in range(args.rounds):
-        start = time.process_time()
-        for _ in range(args.runs):
-            session.run(None, feeds)
-        best = min(best, (time.process_time() - start) / args.runs)
+    samples = measure.alternate({"octet": lambda: session.run(None, feeds)}, rounds=args.rounds,
+                                warmup=3, calls=args.runs)
+    best = min(s.cpu for s in samples["octet"])
     print(f"{label} threads={args.threads}: {best * 1e6:.0f} us (octet: {octet.__file__})")
 
 

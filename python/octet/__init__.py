@@ -94,14 +94,17 @@ class InferenceSession:
     float_matmul: "float" (as written) or "int8": float MatMuls with a constant 2-D weight
         run on the int8 GEMM (weights per column, activations per row, amax/127), an
         approximation of the float product (docs/ort-ep.md, "The forward route").
+    keep_intermediates: keep every value the graph computes so that run() can return any
+        of get_intermediates() by name (costs their memory; results are unchanged).
     """
 
-    def __init__(self, path_or_bytes, threads=1, float_matmul="float"):
+    def __init__(self, path_or_bytes, threads=1, float_matmul="float", keep_intermediates=False):
         if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
             model = bytes(path_or_bytes)
         else:
             model = os.fspath(path_or_bytes)
-        self._session = _octet.Session(model, int(threads), str(float_matmul))
+        self._session = _octet.Session(model, int(threads), str(float_matmul),
+                                       bool(keep_intermediates))
         self._inputs = [NodeArg(n, t, s) for n, _, t, s, _ in self._session.inputs()]
         self._outputs = [NodeArg(n, t, s) for n, _, t, s, _ in self._session.outputs()]
         self._input_codes = {n: code for n, code, _, _, _ in self._session.inputs()}
@@ -111,6 +114,23 @@ class InferenceSession:
 
     def get_outputs(self):
         return list(self._outputs)
+
+    def get_intermediates(self):
+        """The values the nodes compute besides the outputs, in the order they run, after
+        octet's rewrites (a value folded into a fused node is not among them)."""
+        return [NodeArg(n, t, s) for n, _, t, s, _ in self._session.intermediates()]
+
+    def set_profiling(self, on=True):
+        """Times every kernel call by op type from now on (or stops); see profile()."""
+        self._session.set_profiling(bool(on))
+
+    def profile(self):
+        """Kernel time summed over the profiled runs (set_profiling, or OCTET_PROFILE=1 from
+        creation): {"runs": n, "ops": [{"op", "seconds", "calls"}, ...]}, most time first."""
+        runs, ops = self._session.profile()
+        return {"runs": runs,
+                "ops": [{"op": op, "seconds": seconds, "calls": calls}
+                        for op, seconds, calls in ops]}
 
     def run(self, output_names, input_feed):
         """Returns a list of numpy arrays, one per name in output_names (all if None)."""

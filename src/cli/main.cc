@@ -38,7 +38,13 @@ commands:
   list-ops  list every operator octet has a kernel for: domain, op, opset range
   inspect   list the quantized groups octet fuses into integer kernels, and the
             ones it refuses with the reason
+  bench     time a model in octet, and with --vs-ort in ONNX Runtime side by side;
+            operator times, fused/refused groups, an optional HTML report
+  compare   run octet and ONNX Runtime (or the float model) keeping every
+            intermediate tensor; list the first tensors that differ, and why
 
+bench and compare are Python: the octet command that `pip install` makes runs
+them (and this binary for the others).
 Run 'octet <command> --help' for the options of a command.
 )";
 
@@ -316,6 +322,10 @@ int Main(int argc, char** argv) {
   if (args[0] == "run") return RunCommand(rest);
   if (args[0] == "inspect") return InspectCommand(rest);
   if (args[0] == "list-ops") return ListOpsCommand(rest);
+  if (args[0] == "bench" || args[0] == "compare")
+    throw UsageError("'octet " + args[0] +
+                     "' is Python: run it with the octet command that `pip install` makes "
+                     "(this binary runs run, inspect and list-ops)");
   throw UsageError("unknown command '" + args[0] + "' (see octet --help)");
 }
 

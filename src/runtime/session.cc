@@ -78,23 +78,28 @@ struct InferenceSession::Impl {
   Model model;
   std::unique_ptr<ThreadPool> pool;
   std::vector<CompiledNode> compiled;
-  std::vector<TensorInfo> input_infos, output_infos;
-  std::vector<DType> value_types;  // inferred dtype of every value
+  std::vector<TensorInfo> input_infos, output_infos, intermediate_infos;
+  bool keep_intermediates = false;
+  std::map<std::string, int> intermediate_ids;  // name -> value, for Run's output names
+  std::vector<DType> value_types;               // inferred dtype of every value
   // For each node, the values whose last consumer it is (freed after it runs).
   std::vector<std::vector<int>> release_after;
-  // Kernels share one thread pool, so runs are serialized.
-  std::mutex run_mutex;
-  // OCTET_PROFILE=1: time per op type over all runs, printed when the session
-  // ends.
-  struct OpTime {
+  // Kernels share one thread pool, so runs are serialized (the profile too).
+  mutable std::mutex run_mutex;
+  // Time per op type over the profiled runs (SetProfiling); with
+  // OCTET_PROFILE=1 on from creation and printed when the session ends.
+  struct OpTotal {
     double seconds = 0;
     int64_t calls = 0;
   };
-  bool profile = false;
+  bool profile = false, print_profile = false;
   int64_t profiled_runs = 0;
-  std::map<std::string, OpTime> op_times;
+  std::map<std::string, OpTotal> op_times;
 
-  ~Impl() { PrintProfile(); }
+  ~Impl() {
+    if (print_profile) PrintProfile();
+  }
+  SessionProfile Totals() const;
   void PrintProfile() const;
 
   void Prepare(const SessionOptions &options);
@@ -105,12 +110,13 @@ struct InferenceSession::Impl {
 
 void InferenceSession::Impl::Prepare(const SessionOptions &options) {
   int threads = options.threads;
+  keep_intermediates = options.keep_intermediates;
   OCTET_CHECK(threads >= 0, "threads must be >= 0 (0 = one per core), got ", threads);
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
   pool = std::make_unique<ThreadPool>(threads);
 
   const char *profile_env = std::getenv("OCTET_PROFILE");
-  profile = profile_env && std::string(profile_env) == "1";
+  profile = print_profile = profile_env && std::string(profile_env) == "1";
 
   Graph &g = model.graph;
   const RewriteOptions rewrite_options{options.rewrites,
@@ -175,6 +181,14 @@ void InferenceSession::Impl::Prepare(const SessionOptions &options) {
     info.dtype = value_types[v];
     output_infos.push_back(info);
   }
+  for (const Node &node : g.nodes)
+    for (int out : node.outputs)
+      if (out >= 0 && !keep.count(out)) {
+        TensorInfo info = MakeInfo(g.values[out]);
+        info.dtype = value_types[out];
+        intermediate_infos.push_back(info);
+        intermediate_ids.emplace(info.name, out);
+      }
 
   // Free intermediate values after their last consumer; graph outputs and
   // initializers are never freed.
@@ -183,6 +197,7 @@ void InferenceSession::Impl::Prepare(const SessionOptions &options) {
     for (int in : g.nodes[n].inputs)
       if (in >= 0) last_use[in] = static_cast<int>(n);
   release_after.assign(g.nodes.size(), {});
+  if (keep_intermediates) return;
   for (size_t v = 0; v < g.values.size(); ++v)
     if (last_use[v] >= 0 && !keep.count(static_cast<int>(v)) && !g.values[v].initializer)
       release_after[last_use[v]].push_back(static_cast<int>(v));
@@ -240,6 +255,22 @@ std::vector<Tensor> InferenceSession::Impl::Run(
       int id = -1;
       for (int v : g.outputs)
         if (g.values[v].name == name) id = v;
+      if (id < 0) {
+        auto it = intermediate_ids.find(name);
+        if (it != intermediate_ids.end()) {
+          OCTET_CHECK(keep_intermediates, "'", name,
+                      "' is an intermediate value; create the session with keep_intermediates "
+                      "to read it");
+          id = it->second;
+        }
+      }
+      if (id < 0) {
+        bool input = false, folded = false;
+        for (int v : g.inputs) input |= g.values[v].name == name;
+        for (const Value &v : g.values) folded |= v.name == name && !v.initializer && !input;
+        OCTET_CHECK(!folded, "'", name,
+                    "' is not computed by octet's graph: a rewrite folded it into a fused node");
+      }
       OCTET_CHECK(id >= 0, "unknown output name '", name, "'");
       wanted.push_back(id);
     }
@@ -262,8 +293,8 @@ std::vector<Tensor> InferenceSession::Impl::Run(
         profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     c.kernel->Run(ctx);
     if (profile) {
-      OpTime &t = op_times[c.node->domain.empty() ? c.node->op_type
-                                                  : c.node->domain + "." + c.node->op_type];
+      OpTotal &t = op_times[c.node->domain.empty() ? c.node->op_type
+                                                   : c.node->domain + "." + c.node->op_type];
       t.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       ++t.calls;
     }
@@ -287,19 +318,25 @@ std::vector<Tensor> InferenceSession::Impl::Run(
   return results;
 }
 
+SessionProfile InferenceSession::Impl::Totals() const {
+  SessionProfile result{profiled_runs, {}};
+  for (const auto &[op, t] : op_times) result.ops.push_back({op, t.seconds, t.calls});
+  std::stable_sort(result.ops.begin(), result.ops.end(),
+                   [](const OpTime &a, const OpTime &b) { return a.seconds > b.seconds; });
+  return result;
+}
+
 void InferenceSession::Impl::PrintProfile() const {
-  if (!profile || profiled_runs == 0) return;
-  std::vector<std::pair<std::string, OpTime>> rows(op_times.begin(), op_times.end());
-  std::sort(rows.begin(), rows.end(),
-            [](const auto &a, const auto &b) { return a.second.seconds > b.second.seconds; });
+  const SessionProfile p = Totals();
+  if (p.runs == 0) return;
   double total = 0;
-  for (const auto &[op, t] : rows) total += t.seconds;
+  for (const OpTime &t : p.ops) total += t.seconds;
   std::fprintf(stderr, "octet profile: %lld runs, %.3f ms per run in kernels\n",
-               static_cast<long long>(profiled_runs), 1e3 * total / profiled_runs);
-  for (const auto &[op, t] : rows)
-    std::fprintf(stderr, "  %-36s %9.3f ms/run %5.1f%% %7lld calls/run\n", op.c_str(),
-                 1e3 * t.seconds / profiled_runs, 100 * t.seconds / total,
-                 static_cast<long long>(t.calls / profiled_runs));
+               static_cast<long long>(p.runs), 1e3 * total / p.runs);
+  for (const OpTime &t : p.ops)
+    std::fprintf(stderr, "  %-36s %9.3f ms/run %5.1f%% %7lld calls/run\n", t.op.c_str(),
+                 1e3 * t.seconds / p.runs, 100 * t.seconds / total,
+                 static_cast<long long>(t.calls / p.runs));
 }
 
 InferenceSession::InferenceSession(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -331,6 +368,19 @@ std::unique_ptr<InferenceSession> InferenceSession::FromGraph(Graph graph,
 
 const std::vector<TensorInfo> &InferenceSession::inputs() const { return impl_->input_infos; }
 const std::vector<TensorInfo> &InferenceSession::outputs() const { return impl_->output_infos; }
+const std::vector<TensorInfo> &InferenceSession::intermediates() const {
+  return impl_->intermediate_infos;
+}
+
+void InferenceSession::SetProfiling(bool on) {
+  std::lock_guard<std::mutex> lock(impl_->run_mutex);
+  impl_->profile = on;
+}
+
+SessionProfile InferenceSession::Profile() const {
+  std::lock_guard<std::mutex> lock(impl_->run_mutex);
+  return impl_->Totals();
+}
 
 std::vector<Tensor> InferenceSession::Run(const std::vector<std::pair<std::string, Tensor>> &feeds,
                                           const std::vector<std::string> &output_names) {

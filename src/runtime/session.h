@@ -2,6 +2,7 @@
 #pragma once
 
 #include <functional>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
@@ -31,6 +32,10 @@ struct SessionOptions {
   // its rewrites and copies only those its nodes still read afterwards (a float weight
   // the forward route quantizes is never copied).
   bool borrowed_initializers = false;
+  // Keep every value the graph computes (after the rewrites) until the run
+  // ends, so that Run can return any of them by name (intermediates()). Costs
+  // the memory of all of them; for `octet compare`. Results are unchanged.
+  bool keep_intermediates = false;
 };
 
 struct TensorInfo {
@@ -43,6 +48,18 @@ struct TensorInfo {
   // readable, and zero, to the end of the 64-byte line after its last byte
   // (counted from its start), as octet's own tensors are.
   bool reads_only_own_bytes = false;
+};
+
+// Kernel time by op type ("QuantizeLinear", "octet.QdqMatMul"), summed over
+// the profiled runs.
+struct OpTime {
+  std::string op;
+  double seconds = 0;
+  int64_t calls = 0;
+};
+struct SessionProfile {
+  int64_t runs = 0;
+  std::vector<OpTime> ops;  // most time first
 };
 
 class InferenceSession {
@@ -60,12 +77,24 @@ class InferenceSession {
 
   const std::vector<TensorInfo>& inputs() const;
   const std::vector<TensorInfo>& outputs() const;
+  // The values the nodes compute besides the graph outputs, in the order the
+  // nodes run, after the rewrites: a value inside a fused group is not among
+  // them. Run returns them only with SessionOptions::keep_intermediates.
+  const std::vector<TensorInfo>& intermediates() const;
 
   // Runs the model. feeds name the graph inputs; every graph input must be
   // fed, with its declared dtype, rank and static dims (symbolic dims must be
-  // used consistently). output_names empty means all outputs, in model order.
+  // used consistently). output_names empty means all outputs, in model order;
+  // with keep_intermediates they may also name intermediates().
   std::vector<Tensor> Run(const std::vector<std::pair<std::string, Tensor>>& feeds,
                           const std::vector<std::string>& output_names = {});
+
+  // Times every kernel call by op type from now on (on) or stops (off); the
+  // counters add up until the session ends. OCTET_PROFILE=1 in the environment
+  // turns it on at creation and prints the totals to stderr when the session
+  // ends.
+  void SetProfiling(bool on);
+  SessionProfile Profile() const;
 
  private:
   struct Impl;
