@@ -399,7 +399,9 @@ void GemmPath::Run(const ConvGeometry& g, const Int8ConvOperand& x, const Epilog
   auto* const y_bytes = static_cast<uint8_t*>(y);
 #if defined(__x86_64__) || defined(_M_X64)
   const bool vnni = kernel.isa == Isa::kAvx512Vnni;  // the packer's AVX-512 VNNI form
-  const auto pack = vnni ? conv::PackIm2colAvx512Vnni : conv::PackIm2col;
+  const auto pack = vnni                         ? conv::PackIm2colAvx512Vnni
+                    : kernel.isa != Isa::kScalar ? conv::PackIm2colAvx2
+                                                 : conv::PackIm2col;
   const bool phase_planes = vnni && conv::UsesPhasePlanes(g);
   // Requantized unsigned-B runs whose x panel (nr x k bytes) fits L1 take the
   // requantizing tile (conv_pack.h RequantTile) over all of k.

@@ -1,5 +1,5 @@
 // The body of PackIm2col (conv_pack.h), included once per instruction set by
-// conv_pack.cc and conv_pack_avx512vnni.cc: plain loops the compiler
+// conv_pack.cc, conv_pack_avx2.cc and conv_pack_avx512vnni.cc: plain loops the compiler
 // vectorizes, an SSE2 byte interleave; with AVX-512 one masked pass per row
 // segment, and with VNNI the column sums taken from the packed panels.
 #pragma once

@@ -1,0 +1,13 @@
+// conv_pack_impl.h compiled with AVX2: the row builds, column sums and pair
+// interleave vectorized 32 bytes wide. Called when Int8Conv runs an AVX2-class
+// micro-kernel (AVX2, AVX-VNNI, AVX-512 without VNNI).
+
+#include "kernels/int8/conv_pack_impl.h"
+
+namespace octet::conv {
+
+void PackIm2colAvx2(const Im2colBlock& b, int8_t* rows, int8_t* packed_b, int32_t* col_sum) {
+  Pack(b, rows, packed_b, col_sum);
+}
+
+}  // namespace octet::conv
