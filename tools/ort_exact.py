@@ -11,7 +11,8 @@ so this module rewrites a model (and its feeds) so that every int8 weight operan
 u8 x s8 product becomes uint8 (w + 128) with zero point zb + 128 (a missing one becomes
 128): MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv, com.microsoft QGemm,
 MatMulIntegerToFloat and DynamicQuantizeMatMul, and the QDQ groups ORT fuses
-(DequantizeLinear of a uint8 activation and of an int8 weight feeding MatMul, Gemm or Conv).
+(DequantizeLinear of a uint8 activation and of an int8 weight feeding MatMul, Gemm or Conv,
+or of an int8 activation that ORT's int8 -> uint8 move on x86 turns into uint8 first).
 An int8 weight may be an initializer, a graph input (its feed is converted too) or the
 output of a QuantizeLinear (whose zero point is shifted: the quantized values shift by
 exactly 128, saturation bounds included), possibly through Reshape/Transpose/Squeeze/
@@ -311,7 +312,18 @@ def to_u8_form(model, feeds: dict | None = None):
             return elem_type(node.input[1 if node.op_type == "QLinearConcat" else 0])
         return None
 
-    # 1. the int8 weights of u8 x s8 products
+    def moved_to_uint8(name):
+        """Whether ORT's QDQS8ToU8Transformer (x86) may move this int8 activation to uint8:
+        the output of a QuantizeLinear read by one DequantizeLinear. Converting the weight
+        of such a group is safe either way: left int8, the activation meets a uint8 weight,
+        a group ORT never fuses, and the float path sees the same dequantized values."""
+        q = producer.get(name)
+        readers = consumers.get(name, [])
+        return (q is not None and q.op_type == "QuantizeLinear" and name not in inits and
+                elem_type(name) == TensorProto.INT8 and len(readers) == 1 and
+                readers[0][0].op_type == "DequantizeLinear")
+
+    # 1. the int8 weights of u8 x s8 products, and of s8 x s8 QDQ groups ORT makes u8 x s8
     targets = []
     for node in graph.node:
         spec = _PRODUCTS.get((_domain(node), node.op_type))
@@ -324,8 +336,9 @@ def to_u8_form(model, feeds: dict | None = None):
             dq = [producer.get(n) for n in node.input[:2]]
             if all(d is not None and d.op_type == "DequantizeLinear" and d.domain in _QDQ_DOMAINS
                    for d in dq):
-                if elem_type(dq[0].input[0]) == TensorProto.UINT8 and \
-                        elem_type(dq[1].input[0]) == TensorProto.INT8:
+                if elem_type(dq[1].input[0]) == TensorProto.INT8 and (
+                        elem_type(dq[0].input[0]) == TensorProto.UINT8 or
+                        moved_to_uint8(dq[0].input[0])):
                     targets.append(dq[1].input[0])
 
     # 2. convert each weight at its source, and every consumer's zero point after it

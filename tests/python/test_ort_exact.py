@@ -187,9 +187,33 @@ def conv_case(rng, kind):
         1, -1, 1, 1), zy)
 
 
+def qdq_s8_activation_case(rng):
+    """Q(float x) -> int8 -> DQ, DQ(int8 weight) -> MatMul -> Q(int8) -> DQ: ORT's int8 ->
+    uint8 move on x86 turns both Q -> DQ pairs into uint8, then fuses a u8 x s8
+    QLinearMatMul. x is a multiple of a power-of-two scale, so the Q gives xq exactly; the
+    output scale keeps the products' saturation errors visible in y."""
+    sx, zx, sy, zy = F32(0.0625), np.int8(-3), F32(0.25), np.int8(5)
+    xq, w = full_range(rng, np.int8, (M, K)), full_range(rng, np.int8, (K, N))
+    x = ((xq.astype(F32) - F32(zx)) * sx).astype(F32)
+    sw = rng.uniform(0.001, 0.01, N).astype(F32)
+    nodes = [helper.make_node("QuantizeLinear", ["x", "sx", "zx"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "sx", "zx"], ["xd"]),
+             helper.make_node("DequantizeLinear", ["w", "sw"], ["wd"], axis=1),
+             helper.make_node("MatMul", ["xd", "wd"], ["p"]),
+             helper.make_node("QuantizeLinear", ["p", "sy", "zy"], ["yq"]),
+             helper.make_node("DequantizeLinear", ["yq", "sy", "zy"], ["y"])]
+    model = make(nodes, [("x", TensorProto.FLOAT)], TensorProto.FLOAT,
+                 {"sx": sx, "zx": zx, "sy": sy, "zy": zy, "w": w, "sw": sw})
+    acc = (xq.astype(np.int64) - int(zx)) @ w.astype(np.int64)
+    yq = requantize(acc, (sx * sw) / sy, zy, np.int8)
+    return model, {"x": x}, ((yq.astype(F32) - F32(zy)) * sy).astype(F32)
+
+
 def qdq_case(rng, kind):
     """The QDQ groups ORT fuses: DQ(uint8 x), DQ(int8 weight) -> MatMul | Gemm | Conv -> Q;
     'qdq_matmul_q_weight' takes its weight from a QuantizeLinear at run time."""
+    if kind == "qdq_matmul_s8_activation":
+        return qdq_s8_activation_case(rng)
     sx, zx, sy, zy = F32(0.02), np.uint8(77), F32(4.0), np.uint8(128)
     nodes = [helper.make_node("DequantizeLinear", ["x", "sx", "zx"], ["xd"])]
     inits = {"sx": sx, "zx": zx, "sy": sy, "zy": zy}
@@ -252,7 +276,7 @@ def dynamic_case(rng):
 
 CASES = ["MatMulInteger", "QLinearMatMul", "QGemm", "QGemm_quantized", "MatMulIntegerToFloat",
          "ConvInteger", "QLinearConv", "QLinearConv_runtime_w", "qdq_matmul", "qdq_gemm",
-         "qdq_conv", "qdq_matmul_q_weight", "DynamicQuantizeMatMul"]
+         "qdq_conv", "qdq_matmul_q_weight", "qdq_matmul_s8_activation", "DynamicQuantizeMatMul"]
 
 
 @pytest.mark.parametrize("kind", CASES)
@@ -281,6 +305,9 @@ def test_u8_form_is_exact(kind):
             np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
         else:
             np.testing.assert_array_equal(got, want)
+    if kind == "qdq_matmul_s8_activation" and ort_exact.oracle_form() == "u8":
+        # ORT fuses the model as written into its saturating u8 x s8 kernel here
+        assert not np.array_equal(run(model, feeds), want)
     # the DQ of a converted weight gives the same floats: the float path sees no change
     if kind.startswith("qdq"):
         np.testing.assert_array_equal(run(u8_model, u8_feeds, LEVELS[1]),
