@@ -430,6 +430,9 @@ def print_report(report, out=sys.stdout):
         w("\noutputs, octet against onnxruntime:\n")
         w("\n".join(agreement_lines(report["agreement"])) + "\n")
         if any(r.get("differing") for r in report["agreement"]):
+            if measure.ort_u8s8_saturates():
+                w("  (this CPU has no VNNI: ONNX Runtime's u8 x s8 kernels saturate their 16-bit "
+                  "pair sums here, octet's are exact)\n")
             w("  (octet compare MODEL lists the first tensors where the two differ, and why)\n")
     if report["octet_thread_invariant"] is False:
         w("warning: octet's outputs differ between thread counts\n")

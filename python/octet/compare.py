@@ -557,8 +557,7 @@ def classify_ties(graph, name, octet_value, ort_value, differ, ort_all, lookup, 
                 example.update(accumulator=exact[0], exact=exact[1], octet_epilogue=exact[2],
                                error_bound=exact[3])
     result = {"classified": True, "analyzed": int(len(indices)), "counts": counts,
-              "integer_kernel": integer_kernel, "no_vnni": not {"avx512_vnni", "avx_vnni"} & set(
-                  measure.isa_flags()),
+              "integer_kernel": integer_kernel, "no_vnni": measure.ort_u8s8_saturates(),
               "example": example, "exact_known": product.ok, "ort_float_known": x_ort is not None,
               "octet_not_its_epilogue": octet_off, "ort_op": ort_op}
     result["text"] = _tie_text(result)

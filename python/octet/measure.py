@@ -52,6 +52,13 @@ def isa_flags():
     return []
 
 
+def ort_u8s8_saturates():
+    """Whether ONNX Runtime's x86 u8 x s8 kernels saturate here: without VNNI they sum
+    pairs of products in 16 bits (vpmaddubsw)."""
+    return platform.machine().lower() in ("x86_64", "amd64") and \
+        not {"avx512_vnni", "avx_vnni"} & set(isa_flags())
+
+
 def host_line(octet_module=None):
     """'<cpu>, <n> cores, flags <...>; octet path <isa>': the CPU a measurement ran on, its
     x86 vector extensions and octet's active instruction-set path (OCTET_ISA or the best)."""
