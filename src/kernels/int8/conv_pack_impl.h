@@ -195,8 +195,8 @@ inline void StoreInterleaved(const __m512i v[4], int64_t c0, int64_t cols, int64
 // q * panel_stride + j * 2.
 inline void InterleavePairs(const int8_t* rows, int64_t cols, int nr, int64_t panel_stride,
                             int8_t* group_dst) {
-  for (int64_t c0 = 0; c0 < cols; c0 += nr) {
-    int8_t* panel = group_dst + (c0 / nr) * panel_stride;
+  int8_t* panel = group_dst;  // stepped, not c0 / nr: a division per panel is its copy's cost
+  for (int64_t c0 = 0; c0 < cols; c0 += nr, panel += panel_stride) {
     int j = 0;
 #if defined(__SSE2__)
     for (; j + 16 <= nr; j += 16) {
@@ -232,8 +232,8 @@ inline void Interleave(const int8_t* rows, int64_t cols, int nr, int64_t panel_s
     return;
   }
 #endif
-  for (int64_t c0 = 0; c0 < cols; c0 += nr) {
-    int8_t* panel = group_dst + (c0 / nr) * panel_stride;
+  int8_t* panel = group_dst;  // stepped, not c0 / nr: a division per panel is its copy's cost
+  for (int64_t c0 = 0; c0 < cols; c0 += nr, panel += panel_stride) {
     int j = 0;
 #if defined(__SSE2__)
     for (; j + 16 <= nr; j += 16) {
