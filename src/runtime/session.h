@@ -30,7 +30,7 @@ struct SessionOptions {
   // When set, receives the rewrites' report once, at session creation: one
   // `qdq_refused why=<reason> op=<op> count=<n>` line per reason, then
   // `qdq_groups=<n> claimed=<n>` (what OCTET_QDQ_DEBUG=1 prints to stderr).
-  std::function<void(const std::string&)> rewrite_report;
+  std::function<void(const std::string&)> rewrite_report = nullptr;
   // FromGraph only: the graph's initializers are views of memory that stays valid only
   // while FromGraph runs (ORT's, in the plugin's Compile). octet reads them in place for
   // its rewrites and copies only those its nodes still read afterwards (a float weight
