@@ -31,8 +31,9 @@ TensorProto* Initializer(onnx::GraphProto* g, const std::string& name, int32_t t
   return t;
 }
 
-void Node(onnx::GraphProto* g, const std::string& op, const std::vector<std::string>& in,
-          const std::string& out, int64_t axis = -2) {
+onnx::NodeProto* Node(onnx::GraphProto* g, const std::string& op,
+                      const std::vector<std::string>& in, const std::string& out,
+                      int64_t axis = -2) {
   auto* n = g->add_node();
   n->set_op_type(op);
   n->set_name(out);
@@ -44,6 +45,7 @@ void Node(onnx::GraphProto* g, const std::string& op, const std::vector<std::str
     a->set_type(onnx::AttributeProto::INT);
     a->set_i(axis);
   }
+  return n;
 }
 
 // A QDQ MatMul group (folded into the integer GEMM), a QDQ Conv group, and float ops
@@ -92,13 +94,7 @@ std::string Model() {
   Node(g, "DequantizeLinear", {"hq", "hs", "z"}, "hd");
   Node(g, "Reshape", {"hd", "r"}, "img");
   Node(g, "DequantizeLinear", {"k", "ks"}, "kd");
-  auto* conv = g->add_node();
-  conv->set_op_type("Conv");
-  conv->set_name("conv");
-  conv->add_input("img");
-  conv->add_input("kd");
-  conv->add_output("c");
-  auto* pads = conv->add_attribute();
+  auto* pads = Node(g, "Conv", {"img", "kd"}, "c")->add_attribute();
   pads->set_name("pads");
   pads->set_type(onnx::AttributeProto::INTS);
   for (int i = 0; i < 4; ++i) pads->add_ints(1);

@@ -376,8 +376,14 @@ std::vector<ShapeCase> RunTimeShapeCases() {
   };
   const int64_t big = int64_t{1} << 31;
   return {
-      {"Expand", [&] { return x_and_shape("Expand"); },
-       [&] {
+      // Reshape never makes more elements than its input has: its risk is the product.
+      {"Reshape", [=] { return x_and_shape("Reshape"); },
+       [=] {
+         return std::vector<std::pair<std::string, Tensor>>{
+             {"x", x()}, {"s", Int64s({int64_t{1} << 32, int64_t{1} << 32})}};
+       }},
+      {"Expand", [=] { return x_and_shape("Expand"); },
+       [=] {
          return std::vector<std::pair<std::string, Tensor>>{{"x", x()}, {"s", Int64s({big, big})}};
        }},
       {"ConstantOfShape",
@@ -388,11 +394,11 @@ std::vector<ShapeCase> RunTimeShapeCases() {
          AddOutput(m, "y");
          return m;
        },
-       [&] {
+       [=] {
          return std::vector<std::pair<std::string, Tensor>>{{"s", Int64s({big, big})}};
        }},
-      {"Pad", [&] { return x_and_shape("Pad"); },
-       [&] {
+      {"Pad", [=] { return x_and_shape("Pad"); },
+       [=] {
          return std::vector<std::pair<std::string, Tensor>>{{"x", x()},
                                                             {"s", Int64s({0, 0, big, big})}};
        }},
@@ -405,7 +411,7 @@ std::vector<ShapeCase> RunTimeShapeCases() {
          AddOutput(m, "y");
          return m;
        },
-       [&] {
+       [=] {
          return std::vector<std::pair<std::string, Tensor>>{{"x", x()}, {"s", Int64s({big, big})}};
        }},
       {"Resize (scales)",
@@ -417,7 +423,7 @@ std::vector<ShapeCase> RunTimeShapeCases() {
          AddOutput(m, "y");
          return m;
        },
-       [&] {
+       [=] {
          Tensor scales(DType::kFloat32, {2});
          scales.data<float>()[0] = scales.data<float>()[1] = 3e9f;
          return std::vector<std::pair<std::string, Tensor>>{{"x", x()}, {"s", scales}};
@@ -430,7 +436,7 @@ std::vector<ShapeCase> RunTimeShapeCases() {
          AddOutput(m, "y");
          return m;
        },
-       [&] {
+       [=] {
          auto scalar = [](int64_t v) {
            Tensor t(DType::kInt64, {});
            t.data<int64_t>()[0] = v;
