@@ -94,9 +94,9 @@ size_t CheckedTensorBytes(DType dtype, const Shape& shape) {
   // Capped so that the allocation's padding (Tensor's constructor) cannot overflow.
   const uint64_t elem = DTypeSize(dtype), limit = std::min(MaxTensorBytes(), uint64_t{1} << 62);
   if (elem != 0 && static_cast<uint64_t>(numel) > limit / elem)
-    Fail("a ", DTypeName(dtype), " tensor of shape ", ShapeToString(shape), " (", numel,
-         " elements of ", elem, " bytes) is larger than the tensor size limit, ",
-         ByteCountToString(limit), " (SessionOptions::max_tensor_bytes, OCTET_MAX_TENSOR_BYTES)");
+    Fail(DTypeName(dtype), " tensor of shape ", ShapeToString(shape), " (", numel, " elements of ",
+         elem, " bytes) is larger than the tensor size limit, ", ByteCountToString(limit),
+         " (SessionOptions::max_tensor_bytes, OCTET_MAX_TENSOR_BYTES)");
   return static_cast<size_t>(numel) * elem;
 }
 

@@ -184,7 +184,7 @@ def test_the_issues_expand_is_an_error_not_a_crash():
 def test_max_tensor_bytes_bounds_initializers_and_run_time_tensors(monkeypatch):
     data = qdq_matmul_model().SerializeToString()  # w is 32 x 48 int8 = 1536 bytes
     expect_error(lambda: octet.InferenceSession(data, max_tensor_bytes=1024), "initializer 'w'",
-                 "1024 bytes")
+                 "1 KiB")
     session = octet.InferenceSession(data, max_tensor_bytes=4096)
     session.run(None, {"x": np.zeros((2, 32), np.float32)})
     # y is [batch, 48] float: 192 bytes per row.
