@@ -5,9 +5,10 @@
 #
 # TARGET is loader (LoadModelFromBytes), session (InferenceSession::FromBytes, then one run
 # on zero feeds) or run (fuzzed feeds to the models of tests/fuzz/run_models.txt), or all
-# (each in turn, with the same limit). --runs N stops after N executions, --time SECONDS
-# after that long (default: --time 60). --replay only runs the kept findings of
-# tests/fuzz/regressions/TARGET once each and stops.
+# (each in turn, with the same limit); build only builds the three and, from the same
+# objects, the unit tests (build/fuzz/octet_unit_tests, scripts/test.sh's ASan+UBSan tier).
+# --runs N stops after N executions, --time SECONDS after that long (default: --time 60).
+# --replay only runs the kept findings of tests/fuzz/regressions/TARGET once each.
 #
 # Builds build/fuzz with clang++-14 (-fsanitize=fuzzer,address,undefined; LeakSanitizer
 # on) when needed, writes the models and seeds (tools/fuzz_seeds.py, needs .venv from
@@ -22,7 +23,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 JOBS="${OCTET_JOBS:-2}"
 CXX_FOR_FUZZ="${OCTET_FUZZ_CXX:-clang++-14}"
 
-usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 [ $# -ge 1 ] || usage
 target=$1
 shift
@@ -39,10 +40,12 @@ while [ $# -gt 0 ]; do
     *) echo "fuzz.sh: unknown argument '$1'" >&2; usage ;;
   esac
 done
+build_only=0
 case $target in
   loader|session|run) targets=("$target") ;;
   all) targets=(loader session run) ;;
-  *) echo "fuzz.sh: unknown target '$target' (loader, session, run, all)" >&2; exit 2 ;;
+  build) targets=(loader session run); build_only=1 ;;
+  *) echo "fuzz.sh: unknown target '$target' (loader, session, run, all, build)" >&2; exit 2 ;;
 esac
 
 build=build/fuzz
@@ -52,9 +55,12 @@ if [ ! -f $build/build.ninja ]; then
   cmake -S . -B $build -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER="$CXX_FOR_FUZZ" \
     -DOCTET_FUZZ=ON -DCMAKE_CXX_FLAGS_DEBUG='-O1 -g' >/dev/null || exit 1
 fi
-cmake --build $build -j"$JOBS" --target "${targets[@]/#/fuzz_}" >/dev/null ||
+build_targets=("${targets[@]/#/fuzz_}")
+[ $build_only -eq 1 ] && build_targets+=(octet_unit_tests)
+cmake --build $build -j"$JOBS" --target "${build_targets[@]}" >/dev/null ||
   { echo "fuzz.sh: error: building the fuzz targets failed" >&2;
-    cmake --build $build -j1 --target "${targets[@]/#/fuzz_}" 2>&1 | grep -m5 error; exit 1; }
+    cmake --build $build -j1 --target "${build_targets[@]}" 2>&1 | grep -m5 error; exit 1; }
+[ $build_only -eq 1 ] && exit 0
 if [ $replay -eq 0 ]; then
   .venv/bin/python tools/fuzz_seeds.py || exit 1
 fi
