@@ -117,6 +117,10 @@ std::string Bytes(const Tensor& t) {
   return std::string(static_cast<const char*>(t.raw()), t.nbytes());
 }
 
+// Rows enough that the kernels split their work over the session's pool (a few rows run on
+// the calling thread alone, and concurrent runs would then share nothing to race on).
+constexpr int64_t kRows = 64;
+
 // Eight threads share one session (2 pool threads), each running its own inputs; every
 // result equals that input's result from a lone run on a fresh 1-thread session.
 TEST(ConcurrencyTest, OneSessionRunFromEightThreadsGivesIdenticalBytes) {
@@ -125,7 +129,7 @@ TEST(ConcurrencyTest, OneSessionRunFromEightThreadsGivesIdenticalBytes) {
   std::vector<Tensor> inputs;
   std::vector<std::string> expected;
   for (int t = 0; t < kThreads; ++t) {
-    inputs.push_back(Input(t, 1 + t % 3));
+    inputs.push_back(Input(t, kRows + t % 3));
     expected.push_back(Bytes(reference_session->Run({{"x", inputs.back()}})[0]));
   }
   auto shared = InferenceSession::FromBytes(model.data(), model.size(), {.threads = 2});
@@ -153,7 +157,7 @@ TEST(ConcurrencyTest, OneSessionRunFromEightThreadsGivesIdenticalBytes) {
 TEST(ConcurrencyTest, SessionsComeAndGoWhileOthersRun) {
   const std::string model = Model();
   auto shared = InferenceSession::FromBytes(model.data(), model.size(), {.threads = 2});
-  const Tensor x = Input(99, 2);
+  const Tensor x = Input(99, kRows);
   const std::string expected = Bytes(shared->Run({{"x", x}})[0]);
   std::atomic<int> mismatches{0}, created{0};
   std::atomic<bool> stop{false};
