@@ -8,10 +8,12 @@
 
 #include <cstdint>
 #include <cstring>
+#include <new>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "core/utf8.h"
 #include "runtime/introspect.h"
 #include "runtime/session.h"
 
@@ -77,23 +79,23 @@ py::list Describe(const std::vector<TensorInfo> &infos) {
 
 class PySession {
  public:
-  PySession(const py::object &model, int threads, const std::string &float_matmul,
-            bool keep_intermediates) {
+  // model: the serialized model, or (is_path) a file path as os.fsencode gives it, so
+  // that any path the OS accepts arrives unchanged.
+  PySession(const py::bytes &model, bool is_path, int threads, const std::string &float_matmul,
+            bool keep_intermediates, uint64_t max_tensor_bytes) {
     SessionOptions options;
     options.threads = threads;
     OCTET_CHECK(float_matmul == "float" || float_matmul == "int8",
                 "float_matmul must be 'float' or 'int8', got '", float_matmul, "'");
     options.float_matmul = float_matmul == "int8" ? FloatMatMul::kInt8 : FloatMatMul::kFloat;
     options.keep_intermediates = keep_intermediates;
-    if (py::isinstance<py::bytes>(model)) {
-      std::string bytes = model.cast<std::string>();
-      py::gil_scoped_release release;
+    options.max_tensor_bytes = max_tensor_bytes;
+    std::string bytes = model;
+    py::gil_scoped_release release;
+    if (is_path)
+      session_ = InferenceSession::FromFile(bytes, options);
+    else
       session_ = InferenceSession::FromBytes(bytes.data(), bytes.size(), options);
-    } else {
-      std::string path = model.cast<std::string>();
-      py::gil_scoped_release release;
-      session_ = InferenceSession::FromFile(path, options);
-    }
     for (const TensorInfo &info : session_->inputs())
       if (info.reads_only_own_bytes) read_in_bounds_.insert(info.name);
   }
@@ -194,11 +196,30 @@ class PySession {
 
 PYBIND11_MODULE(_octet, m) {
   m.doc() = "octet engine binding; use the octet package, not this module";
-  py::register_exception<octet::Error>(m, "OctetError", PyExc_RuntimeError);
+  static PyObject *const octet_error =
+      py::register_exception<octet::Error>(m, "OctetError", PyExc_RuntimeError).ptr();
+  // Tried before the translator above: every C++ failure becomes an OctetError whose
+  // message is valid UTF-8 (a message quoting a path or a model's bytes may not be, and
+  // PyErr_SetString would then raise UnicodeDecodeError instead). pybind11's own
+  // exceptions (TypeError and the like for wrong argument types) pass on.
+  py::register_local_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const octet::Error &e) {
+      PyErr_SetString(octet_error, octet::EscapeInvalidUtf8(e.what()).c_str());
+    } catch (const std::bad_alloc &) {
+      PyErr_SetString(octet_error, "out of memory (std::bad_alloc)");
+    } catch (const py::builtin_exception &) {
+      throw;
+    } catch (const std::exception &e) {
+      PyErr_SetString(octet_error,
+                      ("internal error: " + octet::EscapeInvalidUtf8(e.what())).c_str());
+    }
+  });
   py::class_<octet::PySession>(m, "Session")
-      .def(py::init<const py::object &, int, const std::string &, bool>(), py::arg("model"),
-           py::arg("threads"), py::arg("float_matmul") = "float",
-           py::arg("keep_intermediates") = false)
+      .def(py::init<const py::bytes &, bool, int, const std::string &, bool, uint64_t>(),
+           py::arg("model"), py::arg("is_path"), py::arg("threads"), py::arg("float_matmul"),
+           py::arg("keep_intermediates"), py::arg("max_tensor_bytes"))
       .def("inputs", &octet::PySession::inputs)
       .def("inputs_read_in_place", &octet::PySession::inputs_read_in_place)
       .def("outputs", &octet::PySession::outputs)
@@ -208,7 +229,10 @@ PYBIND11_MODULE(_octet, m) {
       .def("run", &octet::PySession::Run, py::arg("output_names"), py::arg("feeds"));
   m.def("active_isa", &octet::ActiveIsaName);
   m.def("supported_isas", &octet::SupportedIsaNames);
-  m.def("describe_rewrites", &octet::DescribeModelRewrites, py::arg("path"));
+  m.def(
+      "describe_rewrites",
+      [](const py::bytes &path) { return octet::DescribeModelRewrites(std::string(path)); },
+      py::arg("path"));
   m.def("registered_kernels", [] {
     py::list kernels;
     for (const octet::KernelInfo &k : octet::RegisteredKernels())

@@ -6,8 +6,10 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 # qemu-user (7.2 on Debian 12): scripts/test.sh's tier under qemu-x86_64 -cpu Haswell.
+# clang-14 and its runtimes (libFuzzer, ASan, UBSan) build the fuzz targets (tools/fuzz.sh,
+# which scripts/test.sh runs briefly).
 APT_PACKAGES=(build-essential cmake ninja-build libprotobuf-dev protobuf-compiler libgtest-dev
-              libbenchmark-dev qemu-user)
+              libbenchmark-dev qemu-user clang-14 libclang-rt-14-dev)
 # A python3 that can make virtual environments (pyenv's does; Debian's needs python3-venv).
 if ! command -v python3 >/dev/null || ! python3 -c 'import ensurepip, venv' 2>/dev/null; then
   APT_PACKAGES+=(python3 python3-venv)

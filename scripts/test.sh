@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: set-up, release build + all C++ tests, the unit tests
-# again under AddressSanitizer + UndefinedBehaviorSanitizer, and the Python
+# again under AddressSanitizer + UndefinedBehaviorSanitizer, the threaded ones under
+# ThreadSanitizer, each libFuzzer target briefly, and the Python
 # tests (API, CLI, ONNX backend tests, ONNX Runtime oracle, reduced model rows), then the
 # ORT-oracle tests and some reduced model rows again under qemu-x86_64 -cpu Haswell, so that
 # a machine with AVX-512 VNNI also proves the suite on an AVX2 CPU (ONNX Runtime then takes
@@ -23,20 +24,39 @@ last_passed() { [ "${RESULTS[${#RESULTS[@]}-1]}" = PASS ]; }
 
 step "setup" bash scripts/setup.sh
 if last_passed; then
+  # The fuzz targets' models (build/fuzz/models): the unit tests replay the kept fuzz
+  # findings against them (tests/unit/fuzz_regression_test.cc).
+  step "fuzz models and seeds (tools/fuzz_seeds.py)" .venv/bin/python tools/fuzz_seeds.py
   step "release build (build/release)" bash -c "
     cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null &&
     cmake --build build/release -j$JOBS"
   if last_passed; then
     step "ctest (build/release)" ctest --test-dir build/release --output-on-failure -j"$JOBS"
   fi
-  step "ASan+UBSan build (build/asan, -O1)" bash -c "
-    cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DOCTET_SANITIZE=ON \
-      -DCMAKE_CXX_FLAGS_DEBUG='-O1 -g' >/dev/null &&
-    cmake --build build/asan -j$JOBS --target octet_unit_tests"
+  # One sanitizer build for two tiers: clang-14 with ASan + UBSan (LeakSanitizer on, no
+  # suppressions) at -O1 and libFuzzer's coverage, from which come the unit tests and the
+  # fuzz targets (tools/fuzz.sh; the kernels at -O2 for fuzzing speed).
+  step "ASan+UBSan build (build/fuzz: clang-14, unit tests and fuzz targets)" tools/fuzz.sh build
   if last_passed; then
     step "unit tests under ASan+UBSan" env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
-      UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 build/asan/octet_unit_tests
+      UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 build/fuzz/octet_unit_tests
+    # Each libFuzzer target briefly from its seeds (docs/reliability.md has the long runs).
+    step "fuzz targets, ${OCTET_FUZZ_SECONDS:-25} s each (tools/fuzz.sh all)" \
+      tools/fuzz.sh all --time "${OCTET_FUZZ_SECONDS:-25}"
   fi
+  # The threaded unit tests (CMakeLists.txt: octet_tsan_tests) under ThreadSanitizer, the
+  # C++ multi-threaded run test among them (8 threads on one session, sessions made and
+  # destroyed meanwhile).
+  step "ThreadSanitizer build (build/tsan, -O1)" bash -c "
+    cmake -S . -B build/tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DOCTET_TSAN=ON \
+      -DCMAKE_CXX_FLAGS_DEBUG='-O1 -g' >/dev/null &&
+    cmake --build build/tsan -j$JOBS --target octet_tsan_tests"
+  if last_passed; then
+    step "threaded unit tests under TSan" env TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+      build/tsan/octet_tsan_tests
+  fi
+  step "soak: 10^4 sessions created, run and destroyed, RSS flat (tools/soak.py)" \
+    .venv/bin/python tools/soak.py --iterations 10000
   step "pytest tests/python" .venv/bin/python -m pytest tests/python -q -rs
   if [ "$(uname -m)" = x86_64 ]; then
     # TCG runs this 10-50x slower than the CPU: the fact test, the operator oracle (its own

@@ -7,6 +7,7 @@ The API mirrors onnxruntime's::
     outputs = sess.run(None, {"x": x})
 """
 
+import operator
 import os
 
 import ml_dtypes
@@ -89,22 +90,38 @@ def _from_storage(code, storage):
 class InferenceSession:
     """Loads a model once; run() executes it.
 
-    model: a path (str or os.PathLike) to an .onnx file, or the serialized model bytes.
+    model: a path (str or os.PathLike) to an .onnx file, or the serialized model
+        bytes (bytes, bytearray, memoryview: a bytes object that does not parse as a path is
+        never guessed at; pass a path as str or os.PathLike).
     threads: worker threads (0 = one per core); results never depend on it.
     float_matmul: "float" (as written) or "int8": float MatMuls with a constant 2-D weight
         run on the int8 GEMM (weights per column, activations per row, amax/127), an
         approximation of the float product (docs/ort-ep.md, "The forward route").
     keep_intermediates: keep every value the graph computes so that run() can return any
         of get_intermediates() by name (costs their memory; results are unchanged).
+    max_tensor_bytes: the largest tensor the session may allocate (None: OCTET_MAX_TENSOR_BYTES,
+        else a quarter of physical memory); a larger initializer or run-time tensor raises
+        OctetError before anything is allocated.
+
+    Every failure raises OctetError. run() may be called from several threads at once (the
+    GIL is released while octet runs; runs of one session are serialized).
     """
 
-    def __init__(self, path_or_bytes, threads=1, float_matmul="float", keep_intermediates=False):
+    def __init__(self, path_or_bytes, threads=1, float_matmul="float", keep_intermediates=False,
+                 max_tensor_bytes=None):
         if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
-            model = bytes(path_or_bytes)
+            model, is_path = bytes(path_or_bytes), False
         else:
-            model = os.fspath(path_or_bytes)
-        self._session = _octet.Session(model, int(threads), str(float_matmul),
-                                       bool(keep_intermediates))
+            try:
+                model, is_path = os.fsencode(os.fspath(path_or_bytes)), True
+            except TypeError:
+                raise OctetError("model must be a path (str or os.PathLike) or the model's bytes, "
+                                 "got %s" % type(path_or_bytes).__name__) from None
+        threads = _integer(threads, "threads", 0, (1 << 31) - 1)
+        max_tensor_bytes = 0 if max_tensor_bytes is None else _integer(
+            max_tensor_bytes, "max_tensor_bytes", 1, (1 << 64) - 1)
+        self._session = _octet.Session(model, is_path, threads, str(float_matmul),
+                                       bool(keep_intermediates), max_tensor_bytes)
         self._inputs = [NodeArg(n, t, s) for n, _, t, s, _ in self._session.inputs()]
         self._outputs = [NodeArg(n, t, s) for n, _, t, s, _ in self._session.outputs()]
         self._input_codes = {n: code for n, code, _, _, _ in self._session.inputs()}
@@ -138,8 +155,12 @@ class InferenceSession:
             raise OctetError("input_feed must be a dict {input name: numpy array}")
         feeds = []
         for name, value in input_feed.items():
-            array = np.asarray(value)
-            code = self._input_codes.get(name)
+            code = self._input_codes.get(name) if isinstance(name, str) else None
+            try:
+                array = np.asarray(value)
+            except Exception as e:  # ragged lists, objects numpy cannot convert
+                raise OctetError("input '%s' is not convertible to a numpy array: %s" % (name, e)) \
+                    from None
             if code is None:
                 raise OctetError(
                     "unknown input name '%s'; the model's inputs are: %s"
@@ -152,11 +173,26 @@ class InferenceSession:
                     % (name, self._type_of(name), expected, array.dtype)
                 )
             feeds.append((name, code, _to_storage(array, code)))
-        names = [] if output_names is None else [str(n) for n in output_names]
+        try:
+            names = [] if output_names is None else [str(n) for n in output_names]
+        except TypeError:
+            raise OctetError("output_names must be None or a list of output names") from None
         return [_from_storage(code, storage) for code, storage in self._session.run(names, feeds)]
 
     def _type_of(self, name):
         return next(arg.type for arg in self._inputs if arg.name == name)
+
+
+def _integer(value, what, minimum, maximum):
+    """value as a Python int in [minimum, maximum] (numpy integers too), else OctetError."""
+    try:
+        number = operator.index(value)
+    except TypeError:
+        raise OctetError("%s must be an integer, got %r" % (what, value)) from None
+    if not minimum <= number <= maximum:
+        raise OctetError("%s must be an integer in [%d, %d], got %d"
+                         % (what, minimum, maximum, number))
+    return number
 
 
 def active_isa():
@@ -174,7 +210,12 @@ def supported_isas():
 def inspect(path):
     """What octet's graph rewrites do with the model at `path`, as `octet inspect` prints it:
     one line per fused or refused group, then a summary line."""
-    return _octet.describe_rewrites(os.fspath(path))
+    try:
+        path = os.fsencode(os.fspath(path))
+    except TypeError:
+        raise OctetError("path must be a str or os.PathLike, got %s" % type(path).__name__) \
+            from None
+    return _octet.describe_rewrites(path)
 
 
 def list_ops():

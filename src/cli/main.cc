@@ -21,6 +21,7 @@
 #include "cli/npy.h"
 #include "core/error.h"
 #include "core/float_types.h"
+#include "core/memory_limit.h"
 #include "core/tensor.h"
 #include "runtime/introspect.h"
 #include "runtime/session.h"
@@ -50,7 +51,7 @@ Run 'octet <command> --help' for the options of a command.
 
 constexpr const char* kRunHelp =
     R"(usage: octet run MODEL [--input NAME=FILE.npy]... [--input FILE.npz]
-                 [--output OUT.npz | OUT.npy] [--threads N]
+                 [--output OUT.npz | OUT.npy] [--threads N] [--max-tensor-bytes N]
 
 Runs MODEL (an .onnx file) once and prints, for each output, its name, dtype,
 shape and first values.
@@ -63,6 +64,9 @@ options:
                          the output names); OUT.npy writes a model's only output
   --threads N            worker threads (default 1; 0 = one per core); results do
                          not depend on N
+  --max-tensor-bytes N   refuse any tensor larger than N bytes (K, M, G, T suffixes:
+                         powers of 1024; default OCTET_MAX_TENSOR_BYTES, else a
+                         quarter of physical memory)
   -h, --help             show this help
 
 Every graph input must be fed with exactly the model's dtype (no casting).
@@ -204,6 +208,13 @@ int RunCommand(const std::vector<std::string>& args) {
         if (used != v.size() || options.threads < 0) throw std::invalid_argument(v);
       } catch (const std::exception&) {
         throw UsageError("--threads needs a non-negative integer, got '" + v + "'");
+      }
+    } else if (arg == "--max-tensor-bytes") {
+      const std::string& v = value();
+      try {
+        options.max_tensor_bytes = ParseByteSize(v, "--max-tensor-bytes");
+      } catch (const Error& e) {
+        throw UsageError(e.what());
       }
     } else if (!arg.empty() && arg[0] == '-') {
       throw UsageError("unknown option '" + arg + "' for 'octet run' (see octet run --help)");

@@ -104,7 +104,7 @@ Float8Format Float8FormatOf(DType type) {
     case DType::kFloat8E5M2FNUZ:
       return {{2, 16}, 0x7F, true};
     default:
-      Fail("internal: ", DTypeName(type), " is not a float8 type");
+      FailInternal(DTypeName(type), " is not a float8 type");
   }
 }
 

@@ -1,10 +1,13 @@
 #include "core/tensor.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <map>
 #include <mutex>
+
+#include "core/memory_limit.h"
 
 namespace octet {
 
@@ -70,14 +73,31 @@ std::shared_ptr<void> AllocateStorage(size_t alloc) {
 }  // namespace
 
 int64_t NumElements(const Shape& shape) {
-  int64_t n = 1;
+  // The product of the non-zero dims must fit too, so that every partial product of a
+  // shape's dims (the outer and inner counts of a kernel) does, also when one dim is 0.
+  int64_t nonzero = 1;
+  bool empty = false;
   for (int64_t d : shape) {
     OCTET_CHECK(d >= 0, "negative dimension in shape ", ShapeToString(shape));
-    if (d != 0 && n > std::numeric_limits<int64_t>::max() / d)
-      Fail("shape ", ShapeToString(shape), " has too many elements");
-    n *= d;
+    if (d == 0) {
+      empty = true;
+      continue;
+    }
+    OCTET_CHECK(!__builtin_mul_overflow(nonzero, d, &nonzero), "shape ", ShapeToString(shape),
+                " has too many elements");
   }
-  return n;
+  return empty ? 0 : nonzero;
+}
+
+size_t CheckedTensorBytes(DType dtype, const Shape& shape) {
+  const int64_t numel = NumElements(shape);
+  // Capped so that the allocation's padding (Tensor's constructor) cannot overflow.
+  const uint64_t elem = DTypeSize(dtype), limit = std::min(MaxTensorBytes(), uint64_t{1} << 62);
+  if (elem != 0 && static_cast<uint64_t>(numel) > limit / elem)
+    Fail(DTypeName(dtype), " tensor of shape ", ShapeToString(shape), " (", numel, " elements of ",
+         elem, " bytes) is larger than the tensor size limit, ", ByteCountToString(limit),
+         " (SessionOptions::max_tensor_bytes, OCTET_MAX_TENSOR_BYTES)");
+  return static_cast<size_t>(numel) * elem;
 }
 
 std::string ShapeToString(const Shape& shape) {
@@ -103,8 +123,8 @@ Tensor Tensor::Uninitialized(DType dtype, Shape shape) {
 Tensor::Tensor(DType dtype, Shape shape, bool zero_fill) : dtype_(dtype), shape_(std::move(shape)) {
   OCTET_CHECK(IsSupportedStorage(dtype), "tensors of type ", DTypeName(dtype),
               " are not supported");
+  const size_t bytes = CheckedTensorBytes(dtype, shape_);
   numel_ = NumElements(shape_);
-  size_t bytes = nbytes();
   // Round up so that vector kernels may read a full 64-byte line past the end
   // of the last element without leaving the allocation.
   size_t alloc = ((bytes + 63) / 64) * 64 + 64;
@@ -155,8 +175,8 @@ void Tensor::CheckType(size_t elem_size, DType requested) const {
     else if (elem_size == 1 && requested == DType::kInt8)
       ok = dtype_ == DType::kInt4;
   }
-  OCTET_CHECK(ok, "internal: tensor of type ", DTypeName(dtype_), " accessed as ",
-              DTypeName(requested));
+  if (!ok)
+    FailInternal("tensor of type ", DTypeName(dtype_), " accessed as ", DTypeName(requested));
 }
 
 }  // namespace octet

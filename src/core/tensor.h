@@ -15,8 +15,13 @@ namespace octet {
 
 using Shape = std::vector<int64_t>;
 
-// Product of dims; throws on a negative dim or on overflow.
+// Product of dims; throws on a negative dim or when the product of the non-zero dims
+// overflows int64 (so every partial product of a valid shape's dims fits).
 int64_t NumElements(const Shape &shape);
+// Bytes of the elements of a dtype/shape tensor; throws octet::Error, before anything is
+// allocated, on a negative dim, an overflow or more bytes than MaxTensorBytes()
+// (core/memory_limit.h). Every Tensor octet allocates passes through here.
+size_t CheckedTensorBytes(DType dtype, const Shape &shape);
 std::string ShapeToString(const Shape &shape);  // "[2,3,4]"
 // axis in [-rank, rank) as a non-negative index; nullopt when out of range.
 std::optional<int64_t> NormalizeAxis(int64_t axis, int64_t rank);

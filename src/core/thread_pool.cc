@@ -1,6 +1,8 @@
 #include "core/thread_pool.h"
 
 #include <algorithm>
+
+#include "core/memory_limit.h"
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #endif
@@ -67,6 +69,7 @@ void ThreadPool::ParallelFor(int64_t n, const std::function<void(int64_t, int64_
   }
   job_ = &fn;
   job_n_ = n;
+  job_max_tensor_bytes_ = MaxTensorBytes();
   error_ = nullptr;
   chunks_done_.store(0, std::memory_order_relaxed);
   generation_ = (generation_ + 1) & 0xffffffffu;
@@ -98,6 +101,7 @@ void ThreadPool::RunChunks(uint64_t generation) {
                                       std::memory_order_acquire))
       continue;  // `word` now holds the current value
     try {
+      const TensorByteLimit limit(job_max_tensor_bytes_);
       auto [b, e] = ChunkRange(job_n_, chunks, next);
       (*job_)(b, e);
     } catch (...) {

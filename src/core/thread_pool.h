@@ -42,7 +42,8 @@ class ThreadPool {
   // replaced) before that chunk is done.
   const std::function<void(int64_t, int64_t)>* job_ = nullptr;
   int64_t job_n_ = 0;
-  uint64_t generation_ = 0;  // written by the calling thread only
+  uint64_t job_max_tensor_bytes_ = 0;  // the caller's MaxTensorBytes(), for the workers
+  uint64_t generation_ = 0;            // written by the calling thread only
   // generation << 32 | chunk count << 16 | next unclaimed chunk: one compare-and-
   // swap claims a chunk of exactly one job.
   std::atomic<uint64_t> claim_{0};

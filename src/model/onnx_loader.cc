@@ -13,6 +13,9 @@
 #include <set>
 #include <utility>
 
+#include "core/memory_limit.h"
+#include "core/utf8.h"
+#include "graph/octet_ops.h"
 #include "onnx.pb.h"
 
 namespace octet {
@@ -269,13 +272,23 @@ Tensor TensorFromProto(const onnx::TensorProto& proto, const std::string& base_d
   try {
     numel = NumElements(shape);
   } catch (const Error& e) {
-    Fail(what, ": ", e.what());
+    FailWithContext(e, what, ": ");
   }
-  // Check sizes before allocating, so a corrupted shape cannot request absurd memory.
+  // Sizes are checked before anything is allocated (the tensor, an external file's bytes),
+  // so a corrupted shape cannot request absurd memory: the data present must match the
+  // shape, and the tensor must fit the size limit (core/memory_limit.h).
   const size_t expected_bytes = SerializedBytes(dtype, numel, what);
+  auto check_limit = [&] {
+    try {
+      CheckedTensorBytes(dtype, shape);
+    } catch (const Error& e) {
+      FailWithContext(e, what, ": ");
+    }
+  };
 
   const bool external = proto.data_location() == onnx::TensorProto_DataLocation_EXTERNAL;
   if (external) {
+    check_limit();
     const std::string bytes = ReadExternalData(proto, base_dir, expected_bytes, what);
     Tensor t(dtype, shape);
     CopySerialized(bytes, t, what);
@@ -285,6 +298,7 @@ Tensor TensorFromProto(const onnx::TensorProto& proto, const std::string& base_d
     OCTET_CHECK(proto.raw_data().size() == expected_bytes, what, ": has ", proto.raw_data().size(),
                 " bytes of raw_data but ", DTypeName(dtype), " ", ShapeToString(shape), " needs ",
                 expected_bytes);
+    check_limit();
     Tensor t(dtype, shape);
     CopySerialized(proto.raw_data(), t, what);
     return t;
@@ -294,6 +308,7 @@ Tensor TensorFromProto(const onnx::TensorProto& proto, const std::string& base_d
   const size_t needed = Is4Bit(dtype) ? expected_bytes : static_cast<size_t>(numel);
   OCTET_CHECK(static_cast<size_t>(field.size) == needed, what, ": has ", field.size, " values in ",
               field.name, " but ", DTypeName(dtype), " ", ShapeToString(shape), " needs ", needed);
+  check_limit();
   Tensor t(dtype, shape);
   CopyTypedField(proto, t, what);
   return t;
@@ -373,6 +388,108 @@ Attribute AttributeFromProto(const onnx::AttributeProto& proto, const std::strin
   return a;
 }
 
+// ---- Text: every string octet reads from the model is UTF-8 ----------------------------
+//
+// Names, attribute strings, metadata and external-data paths reach users (Python str,
+// messages), so text Python could not decode is refused at load, naming the field.
+
+template <typename... Where>
+void CheckText(const std::string& text, const Where&... where) {
+  const size_t bad = InvalidUtf8Offset(text);
+  if (bad == std::string_view::npos) return;
+  static const char kHex[] = "0123456789abcdef";
+  const auto byte = static_cast<uint8_t>(text[bad]);
+  Fail(where..., " is not valid UTF-8 (byte 0x", kHex[byte >> 4], kHex[byte & 15], " at offset ",
+       bad, "): '", EscapeInvalidUtf8(text), "'");
+}
+
+void CheckMetadataText(
+    const google::protobuf::RepeatedPtrField<onnx::StringStringEntryProto>& props,
+    const std::string& owner) {
+  for (int i = 0; i < props.size(); ++i) {
+    CheckText(props.Get(i).key(), owner, " metadata_props[", i, "] key");
+    CheckText(props.Get(i).value(), owner, " metadata_props[", i, "] ('", props.Get(i).key(),
+              "') value");
+  }
+}
+
+void CheckTensorText(const onnx::TensorProto& t, const std::string& owner) {
+  CheckText(t.name(), owner, " name");
+  const std::string label = owner + " ('" + t.name() + "')";
+  CheckText(t.doc_string(), label, " doc_string");
+  for (int i = 0; i < t.external_data_size(); ++i) {
+    const auto& entry = t.external_data(i);
+    CheckText(entry.key(), label, " external_data[", i, "] key");
+    CheckText(entry.value(), label, " external data '", entry.key(), "'");
+  }
+  CheckMetadataText(t.metadata_props(), label);
+}
+
+void CheckValueInfoText(const onnx::ValueInfoProto& info, const std::string& owner) {
+  CheckText(info.name(), owner, " name");
+  const std::string label = owner + " ('" + info.name() + "')";
+  CheckText(info.doc_string(), label, " doc_string");
+  CheckMetadataText(info.metadata_props(), label);
+  CheckText(info.type().denotation(), label, " type denotation");
+  if (!info.type().has_tensor_type()) return;
+  const auto& dims = info.type().tensor_type().shape().dim();
+  for (int d = 0; d < dims.size(); ++d) {
+    CheckText(dims.Get(d).dim_param(), label, " dimension ", d, " dim_param");
+    CheckText(dims.Get(d).denotation(), label, " dimension ", d, " denotation");
+  }
+}
+
+void CheckModelText(const onnx::ModelProto& model) {
+  CheckText(model.producer_name(), "the model's producer_name");
+  CheckText(model.producer_version(), "the model's producer_version");
+  CheckText(model.domain(), "the model's domain");
+  CheckText(model.doc_string(), "the model's doc_string");
+  CheckMetadataText(model.metadata_props(), "the model's");
+  for (int i = 0; i < model.opset_import_size(); ++i)
+    CheckText(model.opset_import(i).domain(), "opset_import[", i, "] domain");
+  for (int i = 0; i < model.functions_size(); ++i) {
+    const auto& f = model.functions(i);
+    CheckText(f.name(), "function ", i, " name");
+    CheckText(f.domain(), "function '", f.name(), "' domain");
+    CheckText(f.overload(), "function '", f.name(), "' overload");
+  }
+  const onnx::GraphProto& g = model.graph();
+  CheckText(g.name(), "the graph's name");
+  CheckText(g.doc_string(), "the graph's doc_string");
+  CheckMetadataText(g.metadata_props(), "the graph's");
+  for (int i = 0; i < g.initializer_size(); ++i)
+    CheckTensorText(g.initializer(i), "initializer " + std::to_string(i));
+  for (int i = 0; i < g.input_size(); ++i)
+    CheckValueInfoText(g.input(i), "graph input " + std::to_string(i));
+  for (int i = 0; i < g.output_size(); ++i)
+    CheckValueInfoText(g.output(i), "graph output " + std::to_string(i));
+  for (int i = 0; i < g.value_info_size(); ++i)
+    CheckValueInfoText(g.value_info(i), "value_info " + std::to_string(i));
+  for (int i = 0; i < g.node_size(); ++i) {
+    const onnx::NodeProto& n = g.node(i);
+    CheckText(n.name(), "node ", i, " name");
+    const std::string label = "node " + std::to_string(i) + " ('" + n.name() + "')";
+    CheckText(n.op_type(), label, " op_type");
+    CheckText(n.domain(), label, " domain");
+    CheckText(n.overload(), label, " overload");
+    CheckText(n.doc_string(), label, " doc_string");
+    for (int k = 0; k < n.input_size(); ++k) CheckText(n.input(k), label, " input ", k);
+    for (int k = 0; k < n.output_size(); ++k) CheckText(n.output(k), label, " output ", k);
+    CheckMetadataText(n.metadata_props(), label);
+    for (int a = 0; a < n.attribute_size(); ++a) {
+      const onnx::AttributeProto& attr = n.attribute(a);
+      CheckText(attr.name(), label, " attribute ", a, " name");
+      const std::string where = label + " attribute '" + attr.name() + "'";
+      CheckText(attr.ref_attr_name(), where, " ref_attr_name");
+      CheckText(attr.doc_string(), where, " doc_string");
+      CheckText(attr.s(), where, " string value");
+      for (int k = 0; k < attr.strings_size(); ++k)
+        CheckText(attr.strings(k), where, " strings[", k, "]");
+      if (attr.has_t()) CheckTensorText(attr.t(), where + " tensor");
+    }
+  }
+}
+
 Model BuildModel(onnx::ModelProto& proto, const std::string& base_dir) {
   Model model;
   model.ir_version = proto.ir_version();
@@ -381,6 +498,7 @@ Model BuildModel(onnx::ModelProto& proto, const std::string& base_dir) {
               model.ir_version, " is not supported (supported: ", kMinIrVersion, " to ",
               kMaxIrVersion, ")");
   OCTET_CHECK(proto.has_graph(), "the model has no graph");
+  CheckModelText(proto);
   Graph& graph = model.graph;
 
   for (const auto& opset : proto.opset_import()) {
@@ -398,7 +516,7 @@ Model BuildModel(onnx::ModelProto& proto, const std::string& base_dir) {
   onnx::GraphProto& graph_proto = *proto.mutable_graph();
   if (graph_proto.sparse_initializer_size() > 0) {
     const auto& values = graph_proto.sparse_initializer(0).values();
-    Fail("sparse initializer '", values.name(), "' is not supported");
+    Fail("sparse initializer '", EscapeInvalidUtf8(values.name()), "' is not supported");
   }
   for (onnx::TensorProto& init : *graph_proto.mutable_initializer()) {
     OCTET_CHECK(!init.name().empty(), "an initializer has no name");
@@ -434,6 +552,10 @@ Model BuildModel(onnx::ModelProto& proto, const std::string& base_dir) {
     node.domain = NormalizeDomain(node_proto.domain());
     const std::string label = node.op_type + "(" + node.domain + ") node '" + node.name + "'";
     OCTET_CHECK(!node.op_type.empty(), "node '", node.name, "' has no op_type");
+    // octet's own nodes exist only as its rewrites make them (graph/octet_ops.h states
+    // what their kernels may assume); a model may not bring its own.
+    OCTET_CHECK(node.domain != kOctetDomain, label, ": domain '", kOctetDomain,
+                "' is reserved for the nodes octet's rewrites make");
     OCTET_CHECK(!local_functions.count({node.domain, node.op_type}), label,
                 ": calls the model-local function '", node.domain, ".", node.op_type,
                 "', which is not supported (inline it first, e.g. with onnx.inliner)");
@@ -481,7 +603,7 @@ Model ConvertModel(onnx::ModelProto& proto, const std::string& base_dir,
   try {
     return BuildModel(proto, base_dir);
   } catch (const Error& e) {
-    Fail("failed to load ONNX model ", source, ": ", e.what());
+    FailWithContext(e, "failed to load ONNX model ", source, ": ");
   }
 }
 

@@ -643,14 +643,14 @@ void RegisterFloatMathOps(KernelRegistry& r) {
   for (const auto& [name, op, axes_input_since] : reductions) {
     r.Register(
         {kOnnxDomain, name, 1, kLatest,
-         [op](const Node&, const std::vector<DType>& t) {
+         [op = op](const Node&, const std::vector<DType>& t) {
            const bool dtype_ok = op == ReduceOp::kMean
                                      ? t[0] == DType::kFloat32
                                      : OneOf(t[0], {DType::kFloat32, DType::kInt32, DType::kInt64});
            return dtype_ok && (t.size() < 2 || OneOf(t[1], {DType::kInt64, DType::kUndefined}));
          },
          SameAsInput0,
-         [op, since = axes_input_since](const KernelInit& init) {
+         [op = op, since = axes_input_since](const KernelInit& init) {
            return std::make_unique<ReduceKernel>(init, op, since);
          }});
   }

@@ -581,7 +581,7 @@ class BatchNormKernel : public OpKernel {
       b[c] = bias[c] - mean[c] * a[c];
     }
     Tensor& y = ctx.AllocateOutput(0, DType::kFloat32, x.shape());
-    const int64_t size = channels ? x.numel() / (x.dim(0) * channels) : 0;
+    const int64_t size = x.dim(0) && channels ? x.numel() / (x.dim(0) * channels) : 0;
     const float* px = x.data<float>();
     float* py = y.data<float>();
     for (int64_t n = 0; n < x.dim(0); ++n)
@@ -726,7 +726,11 @@ class ResizeKernel : public OpKernel {
       } else {
         scales[a] = given.data<float>()[i];
         OCTET_CHECK(scales[a] > 0, node.Describe(), ": scales must be > 0");
-        out_shape[a] = static_cast<int64_t>(static_cast<float>(x.shape()[a]) * scales[a]);
+        // Checked before the conversion: a float beyond int64 (or inf) has no size.
+        const float size = static_cast<float>(x.shape()[a]) * scales[a];
+        OCTET_CHECK(size < 0x1p62f, node.Describe(), ": scale ", scales[a], " makes axis ", a, " (",
+                    x.shape()[a], ") too long");
+        out_shape[a] = static_cast<int64_t>(size);
       }
     }
     if (x.numel() == 0 || NumElements(out_shape) == 0) {

@@ -194,7 +194,8 @@ class QLinearConcatKernel : public OpKernel {
       OCTET_CHECK(compatible, node.Describe(), ": input ", 2 + 3 * i, " has shape ",
                   ShapeToString(s), ", which does not match ", ShapeToString(first.shape()),
                   " outside axis ", *axis);
-      out_shape[*axis] += s[*axis];
+      OCTET_CHECK(!__builtin_add_overflow(out_shape[*axis], s[*axis], &out_shape[*axis]),
+                  node.Describe(), ": the inputs' sizes along axis ", *axis, " overflow int64");
     }
     Tensor& out = ctx.AllocateOutput(0, type, out_shape);
     int64_t outer = 1, inner = 1;

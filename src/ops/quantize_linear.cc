@@ -245,7 +245,7 @@ IntRange QuantizedRange(DType t) {
     case DType::kInt4:
       return {-8, 7};
     default:
-      Fail("internal: ", DTypeName(t), " is not an integer quantized type");
+      FailInternal(DTypeName(t), " is not an integer quantized type");
   }
 }
 
@@ -299,7 +299,7 @@ std::vector<int32_t> ReadIntZeroPoints(const Tensor& t) {
       copy(t.data<int32_t>());
       break;
     default:
-      Fail("internal: ", DTypeName(t.dtype()), " is not an integer zero point type");
+      FailInternal(DTypeName(t.dtype()), " is not an integer zero point type");
   }
   return out;
 }
@@ -383,7 +383,7 @@ class QuantizeLinearKernel : public OpKernel {
         quantize(y.data<int16_t>());
         break;
       default:
-        Fail("internal: ", node.Describe(), " has output type ", DTypeName(output_type_));
+        FailInternal(node.Describe(), " has output type ", DTypeName(output_type_));
     }
   }
 
@@ -444,7 +444,7 @@ class DequantizeLinearKernel : public OpKernel {
           store(y.data<uint16_t>(), FloatToBFloat16Bits);
           break;
         default:
-          Fail("internal: ", node.Describe(), " has output type ", DTypeName(output_type_));
+          FailInternal(node.Describe(), " has output type ", DTypeName(output_type_));
       }
     };
 
@@ -499,7 +499,7 @@ class DequantizeLinearKernel : public OpKernel {
         from_ints(x.data<int32_t>());
         break;
       default:
-        Fail("internal: ", node.Describe(), " has input type ", DTypeName(x.dtype()));
+        FailInternal(node.Describe(), " has input type ", DTypeName(x.dtype()));
     }
   }
 

@@ -7,17 +7,26 @@ const Tensor& KernelContext::input(size_t i) const {
   return *inputs_[i];
 }
 
+Tensor& KernelContext::Slot(size_t i) {
+  if (i < outputs_.size()) return outputs_[i];
+  const size_t extra = i - outputs_.size();
+  if (unlisted_outputs_.size() <= extra) unlisted_outputs_.resize(extra + 1);
+  return unlisted_outputs_[extra];
+}
+
 Tensor& KernelContext::AllocateOutput(size_t i, DType dtype, Shape shape) {
-  outputs_.at(i) = Tensor(dtype, std::move(shape));
-  return outputs_[i];
+  Tensor& slot = Slot(i);
+  slot = Tensor(dtype, std::move(shape));
+  return slot;
 }
 
 Tensor& KernelContext::AllocateUninitializedOutput(size_t i, DType dtype, Shape shape) {
-  outputs_.at(i) = Tensor::Uninitialized(dtype, std::move(shape));
-  return outputs_[i];
+  Tensor& slot = Slot(i);
+  slot = Tensor::Uninitialized(dtype, std::move(shape));
+  return slot;
 }
 
-void KernelContext::SetOutput(size_t i, Tensor t) { outputs_.at(i) = std::move(t); }
+void KernelContext::SetOutput(size_t i, Tensor t) { Slot(i) = std::move(t); }
 
 void KernelRegistry::Register(KernelDef def) { defs_.push_back(std::move(def)); }
 
@@ -27,6 +36,21 @@ bool KernelRegistry::HasOp(const std::string& domain, const std::string& op_type
   return false;
 }
 
+namespace {
+
+// The inputs a node must list before a kernel's dtype checks (KernelDef::accepts and
+// infer_types, which read them by position) may look at it: every operator's first
+// but Constant's, all eight of QLinearConv's and QLinearMatMul's. A hostile model's node
+// with fewer is refused here instead of being read past its end.
+size_t RequiredInputs(const Node& node) {
+  if (node.domain != kOnnxDomain) return 1;
+  if (node.op_type == "Constant") return 0;
+  if (node.op_type == "QLinearConv" || node.op_type == "QLinearMatMul") return 8;
+  return 1;
+}
+
+}  // namespace
+
 const KernelDef& KernelRegistry::Find(const Node& node, const std::vector<DType>& types) const {
   bool op_known = false, version_known = false;
   for (const auto& d : defs_) {
@@ -34,6 +58,8 @@ const KernelDef& KernelRegistry::Find(const Node& node, const std::vector<DType>
     op_known = true;
     if (node.opset < d.since_version || node.opset > d.end_version) continue;
     version_known = true;
+    OCTET_CHECK(types.size() >= RequiredInputs(node), node.Describe(), ": has ", types.size(),
+                " inputs, needs at least ", RequiredInputs(node));
     if (d.accepts(node, types)) return d;
   }
   if (!op_known)

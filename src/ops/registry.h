@@ -42,6 +42,8 @@ class KernelContext {
   Tensor& AllocateUninitializedOutput(size_t i, DType dtype, Shape shape);
   // Sets output i to an existing tensor (e.g. a reshaped view of an input).
   void SetOutput(size_t i, Tensor t);
+  // (Outputs past the ones the node lists, trailing optional ones it omits, are made and
+  // dropped: a kernel may set every output its operator has.)
   // True when the model consumes output i (optional outputs may be omitted).
   bool output_wanted(size_t i) const { return i < node_.outputs.size() && node_.outputs[i] >= 0; }
 
@@ -53,7 +55,9 @@ class KernelContext {
   const Node& node_;
   std::vector<const Tensor*> inputs_;
   std::vector<Tensor> outputs_;
+  std::vector<Tensor> unlisted_outputs_;  // written for outputs the node does not list
   ThreadPool* pool_;
+  Tensor& Slot(size_t i);
 };
 
 class OpKernel {

@@ -4,6 +4,7 @@
 // Transpose and Slice through kernels/strided_copy.h).
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include "kernels/strided_copy.h"
 #include "ops/registry.h"
@@ -50,7 +51,8 @@ class ReshapeKernel : public OpKernel {
         infer = static_cast<int64_t>(i);
       } else {
         OCTET_CHECK(dims[i] >= 0, node.Describe(), ": bad shape entry ", dims[i]);
-        known *= dims[i];
+        if (__builtin_mul_overflow(known, dims[i], &known))
+          Fail(node.Describe(), ": shape ", ShapeToString(dims), " has too many elements");
       }
     }
     if (infer >= 0) {
@@ -217,17 +219,21 @@ class SliceKernel : public OpKernel {
         return std::clamp(v, lo, hi);
       };
       int64_t b = starts[i], e = ends[i];
+      // Counts as 1 + (span - 1) / |step|: steps up to the int64 limits do not overflow.
       if (s > 0) {
         b = clamp_index(b, 0, dim);
         e = clamp_index(e, 0, dim);
-        out_shape[a] = e > b ? (e - b + s - 1) / s : 0;
+        out_shape[a] = e > b ? 1 + (e - b - 1) / s : 0;
       } else {
         b = clamp_index(b, 0, dim - 1);
         e = ends[i] < -dim ? -1 : clamp_index(e, -1, dim - 1);
-        out_shape[a] = b > e ? (b - e - s - 1) / -s : 0;
+        const int64_t magnitude =
+            s == std::numeric_limits<int64_t>::min() ? std::numeric_limits<int64_t>::max() : -s;
+        out_shape[a] = b > e ? 1 + (b - e - 1) / magnitude : 0;
       }
       first[a] = b;
-      step[a] = s;
+      // With one element along the axis the step is never taken (and |s| may be huge).
+      step[a] = out_shape[a] > 1 ? s : 1;
     }
     const std::vector<int64_t> in_strides = Strides(x.shape());
     int64_t offset = 0;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "core/float_types.h"
 #include "core/thread_pool.h"
@@ -130,7 +131,8 @@ class ConcatKernel : public OpKernel {
         compatible = d == axis || s[d] == first.shape()[d];
       OCTET_CHECK(compatible, node.Describe(), ": input ", i, " has shape ", ShapeToString(s),
                   ", which does not match ", ShapeToString(first.shape()), " outside axis ", axis);
-      out_shape[axis] += s[axis];
+      OCTET_CHECK(!__builtin_add_overflow(out_shape[axis], s[axis], &out_shape[axis]),
+                  node.Describe(), ": the inputs' sizes along axis ", axis, " overflow int64");
     }
     Tensor& out = ctx.AllocateUninitializedOutput(0, first.dtype(), out_shape);
     const size_t elem = DTypeSize(first.dtype());
@@ -437,12 +439,27 @@ class RangeKernel : public OpKernel {
         OCTET_CHECK(delta != T{0}, node.Describe(), ": delta must not be zero");
         const double count = std::ceil((static_cast<double>(limit) - static_cast<double>(start)) /
                                        static_cast<double>(delta));
+        // Checked before the conversion: NaN, inf or a count beyond int64 has no size.
+        OCTET_CHECK(!std::isnan(count), node.Describe(), ": start ", static_cast<double>(start),
+                    ", limit ", static_cast<double>(limit), " and delta ",
+                    static_cast<double>(delta), " give no element count");
+        OCTET_CHECK(count < 0x1p62, node.Describe(), ": start ", static_cast<double>(start),
+                    ", limit ", static_cast<double>(limit), " and delta ",
+                    static_cast<double>(delta), " give ", count, " elements: too many elements");
         const int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
         Tensor& out = ctx.AllocateOutput(0, ctx.input(0).dtype(), {n});
         T* po = static_cast<T*>(out.raw());
-        // Repeated addition, as ONNX Runtime computes it (not start + i * delta).
+        // Repeated addition, as ONNX Runtime computes it (not start + i * delta); integers
+        // wrap (the step after the last element may pass the type's range).
         T value = start;
-        for (int64_t i = 0; i < n; ++i, value = static_cast<T>(value + delta)) po[i] = value;
+        for (int64_t i = 0; i < n; ++i) {
+          po[i] = value;
+          if constexpr (std::is_integral_v<T>)
+            value = static_cast<T>(static_cast<std::make_unsigned_t<T>>(value) +
+                                   static_cast<std::make_unsigned_t<T>>(delta));
+          else
+            value = static_cast<T>(value + delta);
+        }
       }
     });
   }
@@ -560,8 +577,8 @@ class SplitKernel : public OpKernel {
     }
     int64_t sum = 0;
     for (int64_t s : split) {
-      OCTET_CHECK(s >= 0, node.Describe(), ": split sizes must be >= 0");
-      sum += s;
+      OCTET_CHECK(s >= 0 && !__builtin_add_overflow(sum, s, &sum), node.Describe(),
+                  ": split sizes ", ShapeToString(split), " must be >= 0 and sum to dim ", dim);
     }
     OCTET_CHECK(static_cast<int64_t>(split.size()) == outputs && sum == dim, node.Describe(),
                 ": split sizes ", ShapeToString(split), " do not divide dim ", dim, " into ",
@@ -642,7 +659,9 @@ class PadKernel : public OpKernel {
     Shape out_shape(rank);
     for (int64_t d = 0; d < rank; ++d) {
       const int64_t in = x.shape()[d];
-      out_shape[d] = in + begin[d] + end[d];
+      OCTET_CHECK(!__builtin_add_overflow(in, begin[d], &out_shape[d]) &&
+                      !__builtin_add_overflow(out_shape[d], end[d], &out_shape[d]),
+                  node.Describe(), ": pads ", ShapeToString(pads), " overflow dim ", d);
       OCTET_CHECK(out_shape[d] >= 0, node.Describe(), ": pads ", ShapeToString(pads),
                   " remove more than dim ", d, " of input ", ShapeToString(x.shape()));
       const bool padded = begin[d] > 0 || end[d] > 0;
@@ -800,7 +819,7 @@ void RegisterTensorOps(KernelRegistry& r) {
                   (IsNumeric(t[0]) || (is_equal && t[0] == DType::kBool));
          },
          BoolOutput,
-         [op](const KernelInit& init) { return std::make_unique<CompareKernel>(init, op); }});
+         [op = op](const KernelInit& init) { return std::make_unique<CompareKernel>(init, op); }});
   }
   const std::pair<const char*, LogicOp> logic[] = {
       {"And", LogicOp::kAnd}, {"Or", LogicOp::kOr}, {"Xor", LogicOp::kXor}};
@@ -808,8 +827,9 @@ void RegisterTensorOps(KernelRegistry& r) {
     return std::all_of(t.begin(), t.end(), [](DType x) { return x == DType::kBool; });
   };
   for (const auto& [name, op] : logic)
-    r.Register({kOnnxDomain, name, 7, kLatest, all_bool, BoolOutput,
-                [op](const KernelInit& init) { return std::make_unique<LogicKernel>(init, op); }});
+    r.Register(
+        {kOnnxDomain, name, 7, kLatest, all_bool, BoolOutput,
+         [op = op](const KernelInit& init) { return std::make_unique<LogicKernel>(init, op); }});
   r.Register({kOnnxDomain, "Not", 1, kLatest, all_bool, BoolOutput, Create<NotKernel>});
   // Split-1 took the split as an optional second input with other rules; not supported.
   r.Register({kOnnxDomain, "Split", 2, kLatest,

@@ -124,34 +124,59 @@ class ChainFolder {
   }
 
   // A one-element constant: an initializer, or a pointwise node of constants (the
-  // DequantizeLinear of a constant the QDQ quantizer writes); nullptr otherwise.
+  // DequantizeLinear of a constant the QDQ quantizer writes); nullptr otherwise. Depth
+  // first with an explicit stack: a hostile model's chain of pointwise nodes may be as
+  // long as the graph, too deep to recurse along.
   const Tensor* ScalarConstant(int value) {
     if (value < 0) return nullptr;
-    auto known = constants_.find(value);
-    if (known != constants_.end()) return known->second.defined() ? &known->second : nullptr;
-    Tensor& slot = constants_[value];
-    if (const Tensor* t = ConstantValue(g_, value)) {
-      if (t->numel() == 1) slot = *t;
-    } else if (const int p = g_.values[value].producer; p >= 0 && IsPointwise(g_.nodes[p])) {
-      const Node& node = g_.nodes[p];
-      std::vector<const Tensor*> inputs;
-      bool all_constant = true;
-      for (int in : node.inputs) {
-        const Tensor* t = in < 0 ? nullptr : ScalarConstant(in);
-        all_constant &= in < 0 || t != nullptr;
-        inputs.push_back(t);
+    std::vector<std::pair<int, bool>> stack = {{value, false}};  // (value, inputs pushed)
+    std::set<int> in_progress;
+    while (!stack.empty()) {
+      const auto [v, expanded] = stack.back();
+      stack.pop_back();
+      if (constants_.count(v)) continue;
+      const int p = g_.values[v].producer;
+      const bool pointwise = !ConstantValue(g_, v) && p >= 0 && IsPointwise(g_.nodes[p]);
+      if (pointwise && !expanded) {
+        stack.push_back({v, true});
+        in_progress.insert(v);
+        for (int in : g_.nodes[p].inputs)
+          if (in >= 0 && !constants_.count(in) && !in_progress.count(in))
+            stack.push_back({in, false});
+        continue;
       }
-      if (all_constant) {
-        try {
-          std::vector<Tensor> outs = evaluate_(node, inputs);
-          for (size_t i = 0; i < node.outputs.size(); ++i)
-            if (node.outputs[i] == value && outs[i].numel() == 1) slot = outs[i];
-        } catch (const Error&) {
-          // Not evaluable here: the value is simply not a constant for this pass.
-        }
-      }
+      constants_[v] = EvaluateScalar(v);
+      in_progress.erase(v);
     }
+    const Tensor& slot = constants_[value];
     return slot.defined() ? &slot : nullptr;
+  }
+
+  // The one-element constant value v is, given that its producer's inputs are settled in
+  // constants_ (an input not there is not a constant); an undefined tensor when none.
+  Tensor EvaluateScalar(int v) {
+    if (const Tensor* t = ConstantValue(g_, v)) return t->numel() == 1 ? *t : Tensor();
+    const int p = g_.values[v].producer;
+    if (p < 0 || !IsPointwise(g_.nodes[p])) return Tensor();
+    const Node& node = g_.nodes[p];
+    std::vector<const Tensor*> inputs;
+    for (int in : node.inputs) {
+      if (in < 0) {
+        inputs.push_back(nullptr);
+        continue;
+      }
+      const auto known = constants_.find(in);
+      if (known == constants_.end() || !known->second.defined()) return Tensor();
+      inputs.push_back(&known->second);
+    }
+    try {
+      std::vector<Tensor> outs = evaluate_(node, inputs);
+      for (size_t i = 0; i < node.outputs.size() && i < outs.size(); ++i)
+        if (node.outputs[i] == v && outs[i].numel() == 1) return outs[i];
+    } catch (const Error&) {
+      // Not evaluable here: the value is simply not a constant for this pass.
+    }
+    return Tensor();
   }
 
   // Nodes (graph order) of the largest pointwise chain from root with one exit value.

@@ -13,6 +13,7 @@
 #include "ops/evaluate.h"
 #include "ops/registry.h"
 #include "rewrite/rewrite.h"
+#include "runtime/guarded.h"
 
 namespace octet {
 
@@ -24,7 +25,8 @@ std::vector<KernelInfo> RegisteredKernels() {
 }
 
 std::string DescribeModelRewrites(const std::string& path) {
-  return DescribeRewrites(LoadModelFromFile(path).graph, EvaluateNode);
+  return Guarded(DefaultMaxTensorBytes(),
+                 [&] { return DescribeRewrites(LoadModelFromFile(path).graph, EvaluateNode); });
 }
 
 std::string ActiveIsaName() { return IsaName(ActiveIsa()); }

@@ -6,14 +6,19 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <new>
 #include <set>
+#include <stdexcept>
+#include <system_error>
 #include <thread>
 
+#include "core/memory_limit.h"
 #include "core/thread_pool.h"
 #include "model/onnx_loader.h"
 #include "ops/evaluate.h"
 #include "ops/registry.h"
 #include "rewrite/rewrite.h"
+#include "runtime/guarded.h"
 
 namespace octet {
 
@@ -72,6 +77,18 @@ std::string DeclaredShape(const std::vector<Dim> &dims) {
   return s + "]";
 }
 
+// A kernel's error names its node; one that does not (a tensor over the size limit,
+// thrown where it is allocated) gets the node's description in front.
+[[noreturn]] void FailInNode(const Node &node, const Error &e) {
+  const std::string what = e.what(), node_name = node.Describe();
+  if (what.find(node_name) != std::string::npos) throw;
+  FailWithContext(e, node_name, ": ");
+}
+
+uint64_t MaxTensorBytesFor(const SessionOptions &options) {
+  return options.max_tensor_bytes != 0 ? options.max_tensor_bytes : DefaultMaxTensorBytes();
+}
+
 }  // namespace
 
 struct InferenceSession::Impl {
@@ -86,6 +103,7 @@ struct InferenceSession::Impl {
   std::vector<std::vector<int>> release_after;
   // Kernels share one thread pool, so runs are serialized (the profile too).
   mutable std::mutex run_mutex;
+  uint64_t max_tensor_bytes = 0;  // SessionOptions::max_tensor_bytes or the default
   // Time per op type over the profiled runs (SetProfiling); with
   // OCTET_PROFILE=1 on from creation and printed when the session ends.
   struct OpTotal {
@@ -113,7 +131,11 @@ void InferenceSession::Impl::Prepare(const SessionOptions &options) {
   keep_intermediates = options.keep_intermediates;
   OCTET_CHECK(threads >= 0, "threads must be >= 0 (0 = one per core), got ", threads);
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  pool = std::make_unique<ThreadPool>(threads);
+  try {
+    pool = std::make_unique<ThreadPool>(threads);
+  } catch (const std::system_error &e) {
+    Fail("cannot start ", threads, " threads: ", e.what());
+  }
 
   const char *profile_env = std::getenv("OCTET_PROFILE");
   profile = print_profile = profile_env && std::string(profile_env) == "1";
@@ -146,6 +168,7 @@ void InferenceSession::Impl::Prepare(const SessionOptions &options) {
       in_types.push_back(in < 0 ? DType::kUndefined : value_types[in]);
       constants.push_back(in < 0 ? nullptr : g.values[in].initializer);
     }
+    OCTET_CHECK(!node.outputs.empty(), node.Describe(), ": has no outputs");
     const KernelDef &def = registry.Find(node, in_types);
     std::vector<DType> out_types = def.infer_types(node, in_types);
     OCTET_CHECK(out_types.size() >= node.outputs.size(), node.Describe(), ": has ",
@@ -160,7 +183,17 @@ void InferenceSession::Impl::Prepare(const SessionOptions &options) {
       value_types[out] = out_types[i];
     }
     KernelInit init{node, in_types, constants, pool.get()};
-    compiled.push_back(CompiledNode{&node, def.create(init), out_types, constants});
+    std::unique_ptr<OpKernel> kernel;
+    try {
+      kernel = def.create(init);
+    } catch (const Error &e) {
+      FailInNode(node, e);
+    } catch (const std::bad_alloc &) {
+      Fail(node.Describe(), ": out of memory (std::bad_alloc)");
+    } catch (const std::exception &e) {
+      FailInternal(node.Describe(), ": ", e.what());
+    }
+    compiled.push_back(CompiledNode{&node, std::move(kernel), out_types, constants});
   }
 
   std::set<int> keep(g.outputs.begin(), g.outputs.end());
@@ -291,7 +324,15 @@ std::vector<Tensor> InferenceSession::Impl::Run(
     KernelContext ctx(*c.node, std::move(inputs), pool.get());
     const auto start =
         profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
-    c.kernel->Run(ctx);
+    try {
+      c.kernel->Run(ctx);
+    } catch (const Error &e) {
+      FailInNode(*c.node, e);
+    } catch (const std::bad_alloc &) {
+      Fail(c.node->Describe(), ": out of memory (std::bad_alloc)");
+    } catch (const std::exception &e) {
+      FailInternal(c.node->Describe(), ": ", e.what());
+    }
     if (profile) {
       OpTotal &t = op_times[c.node->domain.empty() ? c.node->op_type
                                                    : c.node->domain + "." + c.node->op_type];
@@ -304,9 +345,10 @@ std::vector<Tensor> InferenceSession::Impl::Run(
       Tensor &t = ctx.outputs()[i];
       // A kernel that returns the wrong type is a bug in octet; never pass it
       // on.
-      OCTET_CHECK(t.defined() && t.dtype() == c.output_types[i], "internal: ", c.node->Describe(),
-                  " produced ", t.defined() ? DTypeName(t.dtype()) : "nothing", " for output '",
-                  g.values[out].name, "', expected ", DTypeName(c.output_types[i]));
+      if (!t.defined() || t.dtype() != c.output_types[i])
+        FailInternal(c.node->Describe(), " produced ",
+                     t.defined() ? DTypeName(t.dtype()) : "nothing", " for output '",
+                     g.values[out].name, "', expected ", DTypeName(c.output_types[i]));
       slots[out] = std::move(t);
     }
     for (int v : release_after[n]) slots[v] = Tensor();
@@ -344,26 +386,38 @@ InferenceSession::~InferenceSession() = default;
 
 std::unique_ptr<InferenceSession> InferenceSession::FromFile(const std::string &path,
                                                              const SessionOptions &options) {
-  auto impl = std::make_unique<Impl>();
-  impl->model = LoadModelFromFile(path);
-  impl->Prepare(options);
-  return std::unique_ptr<InferenceSession>(new InferenceSession(std::move(impl)));
+  const uint64_t max_bytes = MaxTensorBytesFor(options);
+  return Guarded(max_bytes, [&] {
+    auto impl = std::make_unique<Impl>();
+    impl->max_tensor_bytes = max_bytes;
+    impl->model = LoadModelFromFile(path);
+    impl->Prepare(options);
+    return std::unique_ptr<InferenceSession>(new InferenceSession(std::move(impl)));
+  });
 }
 
 std::unique_ptr<InferenceSession> InferenceSession::FromBytes(const void *data, size_t size,
                                                               const SessionOptions &options) {
-  auto impl = std::make_unique<Impl>();
-  impl->model = LoadModelFromBytes(data, size, "");
-  impl->Prepare(options);
-  return std::unique_ptr<InferenceSession>(new InferenceSession(std::move(impl)));
+  const uint64_t max_bytes = MaxTensorBytesFor(options);
+  return Guarded(max_bytes, [&] {
+    auto impl = std::make_unique<Impl>();
+    impl->max_tensor_bytes = max_bytes;
+    impl->model = LoadModelFromBytes(data, size, "");
+    impl->Prepare(options);
+    return std::unique_ptr<InferenceSession>(new InferenceSession(std::move(impl)));
+  });
 }
 
 std::unique_ptr<InferenceSession> InferenceSession::FromGraph(Graph graph,
                                                               const SessionOptions &options) {
-  auto impl = std::make_unique<Impl>();
-  impl->model.graph = std::move(graph);
-  impl->Prepare(options);
-  return std::unique_ptr<InferenceSession>(new InferenceSession(std::move(impl)));
+  const uint64_t max_bytes = MaxTensorBytesFor(options);
+  return Guarded(max_bytes, [&] {
+    auto impl = std::make_unique<Impl>();
+    impl->max_tensor_bytes = max_bytes;
+    impl->model.graph = std::move(graph);
+    impl->Prepare(options);
+    return std::unique_ptr<InferenceSession>(new InferenceSession(std::move(impl)));
+  });
 }
 
 const std::vector<TensorInfo> &InferenceSession::inputs() const { return impl_->input_infos; }
@@ -384,7 +438,7 @@ SessionProfile InferenceSession::Profile() const {
 
 std::vector<Tensor> InferenceSession::Run(const std::vector<std::pair<std::string, Tensor>> &feeds,
                                           const std::vector<std::string> &output_names) {
-  return impl_->Run(feeds, output_names);
+  return Guarded(impl_->max_tensor_bytes, [&] { return impl_->Run(feeds, output_names); });
 }
 
 }  // namespace octet

@@ -1,8 +1,8 @@
 // The C++ API: load a model, prepare it once, run it many times.
 #pragma once
 
-#include <functional>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -19,6 +19,10 @@ enum class FloatMatMul { kFloat, kInt8 };
 
 struct SessionOptions {
   int threads = 1;
+  // The largest tensor the session may allocate, in bytes (core/memory_limit.h): a larger
+  // initializer, external-data tensor or run-time shape fails with an octet::Error before
+  // anything is allocated. 0: OCTET_MAX_TENSOR_BYTES, else a quarter of physical memory.
+  uint64_t max_tensor_bytes = 0;
   // false: octet's graph rewrites do not run and the graph runs node by node, as
   // written (what OCTET_QDQ=0 does for every session).
   bool rewrites = true;
@@ -26,7 +30,7 @@ struct SessionOptions {
   // When set, receives the rewrites' report once, at session creation: one
   // `qdq_refused why=<reason> op=<op> count=<n>` line per reason, then
   // `qdq_groups=<n> claimed=<n>` (what OCTET_QDQ_DEBUG=1 prints to stderr).
-  std::function<void(const std::string&)> rewrite_report;
+  std::function<void(const std::string&)> rewrite_report = nullptr;
   // FromGraph only: the graph's initializers are views of memory that stays valid only
   // while FromGraph runs (ORT's, in the plugin's Compile). octet reads them in place for
   // its rewrites and copies only those its nodes still read afterwards (a float weight
@@ -62,6 +66,10 @@ struct SessionProfile {
   std::vector<OpTime> ops;  // most time first
 };
 
+// Every failure of these calls is an octet::Error: bad model bytes, unsupported
+// operators, bad feeds, tensors beyond max_tensor_bytes, running out of memory. A message
+// that starts with "internal" is a bug in octet. Run may be called from any number of
+// threads at once; the calls are serialized (the kernels share one thread pool).
 class InferenceSession {
  public:
   static std::unique_ptr<InferenceSession> FromFile(const std::string& path,

@@ -144,6 +144,10 @@ void PackInt16(const MicroKernel& kernel, const uint8_t* a, bool a_signed, int64
 
 void PackA(const MicroKernel& kernel, const void* a, bool a_signed, int64_t ld, int64_t row_begin,
            int64_t row_end, int64_t K, void* dst, int32_t* row_sums) {
+  if (K == 0) {  // nothing to pack, and a and dst may be null (an empty tensor's data)
+    std::fill(row_sums + row_begin, row_sums + row_end, 0);
+    return;
+  }
   const auto* bytes = static_cast<const uint8_t*>(a);
   if (kernel.a_domain == ADomain::kInt16) {
     PackInt16(kernel, bytes, a_signed, ld, row_begin, row_end, K, static_cast<int16_t*>(dst),
