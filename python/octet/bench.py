@@ -106,15 +106,10 @@ def parse_args(argv):
         if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
             raise UsageError("cannot write %s: no folder %s" % (
                 path, os.path.dirname(os.path.abspath(path))))
-    args.shapes = {}
-    for spec in args.shape:
-        try:
-            name, shape = feeds_mod.parse_shape(spec)
-        except feeds_mod.InputError as error:
-            raise UsageError(str(error)) from None
-        if name in args.shapes:
-            raise UsageError("--shape %s is given twice" % name)
-        args.shapes[name] = shape
+    try:
+        args.shapes = feeds_mod.parse_shapes(args.shape)
+    except feeds_mod.InputError as error:
+        raise UsageError(str(error)) from None
     return args
 
 

@@ -47,6 +47,17 @@ def parse_shape(spec):
     return name, shape
 
 
+def parse_shapes(specs):
+    """Every --shape NAME=DIMS -> {name: dims}; a name given twice is an error."""
+    shapes = {}
+    for spec in specs:
+        name, shape = parse_shape(spec)
+        if name in shapes:
+            raise InputError("--shape %s is given twice" % name)
+        shapes[name] = shape
+    return shapes
+
+
 def read_input_specs(specs):
     """--input NAME=FILE.npy or FILE.npz (every array, by key) -> {name: array}."""
     feeds = {}

@@ -200,14 +200,14 @@ TypeAndShape ReadTypeInfo(const OrtValueInfo* info) {
   return out;
 }
 
-// A constant initializer as a view of ORT's memory, valid while ORT keeps it: during
-// GetCapability (the plan only reads it) and Compile (the session copies what it keeps,
-// SessionOptions::borrowed_initializers: octet tensors carry zeros to the end of their last
-// 64-byte line, which kernels may read, and ORT may free its copy after Compile).
-octet::Tensor ReadInitializer(const OrtValueInfo* info) {
-  const OrtValue* value = nullptr;
-  Check(g_ort->ValueInfo_GetInitializerValue(info, &value));
-  OCTET_CHECK(value != nullptr, "an initializer has no value");
+// The element type, shape and data of a tensor OrtValue.
+struct TensorParts {
+  octet::DType dtype{};
+  octet::Shape shape;
+  const void* data = nullptr;
+};
+
+TensorParts PartsOf(const OrtValue* value) {
   OrtTensorTypeAndShapeInfo* type_shape = nullptr;
   Check(g_ort->GetTensorTypeAndShape(value, &type_shape));
   ONNXTensorElementDataType elem = ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
@@ -218,12 +218,24 @@ octet::Tensor ReadInitializer(const OrtValueInfo* info) {
   if (!status) status = g_ort->GetDimensions(type_shape, dims.data(), rank);
   g_ort->ReleaseTensorTypeAndShapeInfo(type_shape);
   Check(status);
-  const octet::DType dtype = static_cast<octet::DType>(elem);
-  OCTET_CHECK(SupportedBoundaryType(dtype), "initializer of type ", octet::DTypeName(dtype));
-  const void* data = nullptr;
-  Check(g_ort->GetTensorData(value, &data));
-  return octet::Tensor::View(dtype, octet::Shape(dims.begin(), dims.end()),
-                             const_cast<void*>(data));
+  TensorParts parts;
+  parts.dtype = static_cast<octet::DType>(elem);
+  parts.shape.assign(dims.begin(), dims.end());
+  Check(g_ort->GetTensorData(value, &parts.data));
+  return parts;
+}
+
+// A constant initializer as a view of ORT's memory, valid while ORT keeps it: during
+// GetCapability (the plan only reads it) and Compile (the session copies what it keeps,
+// SessionOptions::borrowed_initializers: octet tensors carry zeros to the end of their last
+// 64-byte line, which kernels may read, and ORT may free its copy after Compile).
+octet::Tensor ReadInitializer(const OrtValueInfo* info) {
+  const OrtValue* value = nullptr;
+  Check(g_ort->ValueInfo_GetInitializerValue(info, &value));
+  OCTET_CHECK(value != nullptr, "an initializer has no value");
+  const TensorParts t = PartsOf(value);
+  OCTET_CHECK(SupportedBoundaryType(t.dtype), "initializer of type ", octet::DTypeName(t.dtype));
+  return octet::Tensor::View(t.dtype, t.shape, const_cast<void*>(t.data));
 }
 
 octet::Attribute ReadAttribute(const OrtOpAttr* attr, OrtOpAttrType type) {
@@ -280,25 +292,16 @@ octet::Attribute ReadAttribute(const OrtOpAttr* attr, OrtOpAttrType type) {
       OrtValue* value = nullptr;
       Check(g_ort->OpAttr_GetTensorAttributeAsOrtValue(attr, &value));
       OCTET_CHECK(value != nullptr, "a tensor attribute has no value");
-      OrtTensorTypeAndShapeInfo* type_shape = nullptr;
-      OrtStatus* s = g_ort->GetTensorTypeAndShape(value, &type_shape);
-      ONNXTensorElementDataType elem = ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
-      size_t rank = 0;
-      if (!s) s = g_ort->GetTensorElementType(type_shape, &elem);
-      if (!s) s = g_ort->GetDimensionsCount(type_shape, &rank);
-      std::vector<int64_t> dims(rank);
-      if (!s) s = g_ort->GetDimensions(type_shape, dims.data(), rank);
-      if (type_shape) g_ort->ReleaseTensorTypeAndShapeInfo(type_shape);
-      const void* data = nullptr;
-      if (!s) s = g_ort->GetTensorData(value, &data);
-      if (s) {
+      TensorParts t;
+      try {
+        t = PartsOf(value);
+      } catch (...) {
         g_ort->ReleaseValue(value);
-        Check(s);
+        throw;
       }
-      const octet::DType dtype = static_cast<octet::DType>(elem);
-      if (SupportedBoundaryType(dtype)) {
-        a.t = octet::Tensor::Uninitialized(dtype, octet::Shape(dims.begin(), dims.end()));
-        if (a.t.nbytes()) std::memcpy(a.t.raw(), data, a.t.nbytes());
+      if (SupportedBoundaryType(t.dtype)) {
+        a.t = octet::Tensor::Uninitialized(t.dtype, t.shape);
+        if (a.t.nbytes()) std::memcpy(a.t.raw(), t.data, a.t.nbytes());
       } else {
         a.kind = octet::Attribute::Kind::kOther;
       }
@@ -535,22 +538,12 @@ bool ZeroPaddedInPage(const void* data, size_t nbytes, size_t element_size) {
 
 octet::Tensor FeedFrom(const OrtValue* value, octet::DType expected, bool in_place,
                        const std::string& name) {
-  OrtTensorTypeAndShapeInfo* type_shape = nullptr;
-  Check(g_ort->GetTensorTypeAndShape(value, &type_shape));
-  ONNXTensorElementDataType elem = ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
-  size_t rank = 0;
-  OrtStatus* status = g_ort->GetTensorElementType(type_shape, &elem);
-  if (!status) status = g_ort->GetDimensionsCount(type_shape, &rank);
-  std::vector<int64_t> dims(rank);
-  if (!status) status = g_ort->GetDimensions(type_shape, dims.data(), rank);
-  g_ort->ReleaseTensorTypeAndShapeInfo(type_shape);
-  Check(status);
-  const octet::DType dtype = static_cast<octet::DType>(elem);
+  const TensorParts parts = PartsOf(value);
+  const octet::DType dtype = parts.dtype;
   OCTET_CHECK(dtype == expected, "input '", name, "' is ", octet::DTypeName(dtype), ", expected ",
               octet::DTypeName(expected));
-  const void* data = nullptr;
-  Check(g_ort->GetTensorData(value, &data));
-  octet::Shape shape(dims.begin(), dims.end());
+  const void* data = parts.data;
+  const octet::Shape& shape = parts.shape;
   octet::Tensor t = octet::Tensor::View(dtype, shape, const_cast<void*>(data));
   if (in_place || ZeroPaddedInPage(data, t.nbytes(), octet::DTypeSize(dtype))) return t;
   octet::Tensor copy = octet::Tensor::Uninitialized(dtype, shape);
