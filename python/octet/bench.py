@@ -55,13 +55,7 @@ def make_parser():
               "                   [--no-rss] [--quiet]",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("model", metavar="MODEL", help="the .onnx model")
-    parser.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy",
-                        help="feed graph input NAME from a .npy file; FILE.npz feeds every "
-                        "array of an np.savez archive to the input named like its key "
-                        "(repeatable)")
-    parser.add_argument("--shape", action="append", default=[], metavar="NAME=DIMS",
-                        help="shape of an invented input, e.g. input_ids=1x128; sets the "
-                        "model's symbolic dims (repeatable)")
+    feeds_mod.add_arguments(parser)
     parser.add_argument("--threads", default="1", metavar="1,2",
                         help="comma-separated thread counts, each measured in turn "
                         "(default 1; 0 = one per core)")
@@ -77,8 +71,6 @@ def make_parser():
                           "most %d rounds (default 3)" % MAX_ROUNDS)
     parser.add_argument("--warmup", type=int, default=2, metavar="N",
                         help="untimed runs of each engine before the rounds (default 2)")
-    parser.add_argument("--seed", type=int, default=0, metavar="N",
-                        help="seed of the invented inputs (default 0)")
     parser.add_argument("--json", metavar="OUT.json", help="also write the results as JSON")
     parser.add_argument("--report", metavar="OUT.html",
                         help="also write a self-contained HTML page with the table and charts")

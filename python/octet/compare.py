@@ -59,16 +59,10 @@ def make_parser():
         prog="octet compare", description=HELP,
         usage="octet compare MODEL [--input NAME=FILE.npy | FILE.npz]... [--shape NAME=DIMS]...\n"
               "                     [--vs-ort | --vs-float FLOAT_MODEL] [--ort-level LEVEL]\n"
-              "                     [--threads N] [--show N] [--json OUT.json]",
+              "                     [--seed N] [--threads N] [--show N] [--json OUT.json]",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("model", metavar="MODEL", help="the (quantized) .onnx model")
-    parser.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy",
-                        help="feed graph input NAME from a .npy file; FILE.npz feeds every "
-                        "array of an np.savez archive by key (repeatable)")
-    parser.add_argument("--shape", action="append", default=[], metavar="NAME=DIMS",
-                        help="shape of an invented input, e.g. input_ids=1x128 (repeatable)")
-    parser.add_argument("--seed", type=int, default=0, metavar="N",
-                        help="seed of the invented inputs (default 0)")
+    feeds_mod.add_arguments(parser)
     against = parser.add_mutually_exclusive_group()
     against.add_argument("--vs-ort", action="store_true",
                          help="compare with ONNX Runtime on the same model (the default)")

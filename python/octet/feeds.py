@@ -35,6 +35,19 @@ class InputError(Exception):
     """A bad --input / --shape or an input that cannot be invented: a one-line message."""
 
 
+def add_arguments(parser):
+    """The feed options of `octet bench` and `octet compare`: --input, --shape, --seed."""
+    parser.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy",
+                        help="feed graph input NAME from a .npy file; FILE.npz feeds every "
+                        "array of an np.savez archive to the input named like its key "
+                        "(repeatable)")
+    parser.add_argument("--shape", action="append", default=[], metavar="NAME=DIMS",
+                        help="shape of an invented input, e.g. input_ids=1x128; sets the "
+                        "model's symbolic dims (repeatable)")
+    parser.add_argument("--seed", type=int, default=0, metavar="N",
+                        help="seed of the invented inputs (default 0)")
+
+
 def parse_shape(spec):
     """'NAME=1x128' -> ('NAME', (1, 128))."""
     name, sep, dims = spec.partition("=")
