@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "expect_error.h"
 #include "model/onnx_loader.h"
 #include "onnx.pb.h"
 
@@ -76,22 +77,6 @@ Tensor LoadInitializer(const TensorProto& init, const std::string& base_dir = ""
   const int id = model.graph.FindValue(init.name());
   if (id < 0 || !model.graph.values[id].initializer) throw std::runtime_error("no initializer");
   return *model.graph.values[id].initializer;  // shares the buffer, outlives the model
-}
-
-// The octet::Error message `f` throws; a test failure when it throws nothing.
-std::string ErrorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected an octet::Error";
-  return "";
-}
-
-void ExpectContains(const std::string& message, const std::vector<std::string>& parts) {
-  for (const auto& part : parts)
-    EXPECT_NE(message.find(part), std::string::npos) << "'" << part << "' not in: " << message;
 }
 
 std::string InitializerError(const TensorProto& init) {

@@ -21,6 +21,7 @@
 #include "core/tensor.h"
 #include "core/thread_pool.h"
 #include "core/utf8.h"
+#include "expect_error.h"
 #include "model/onnx_loader.h"
 #include "onnx.pb.h"
 #include "runtime/session.h"
@@ -30,22 +31,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using onnx::TensorProto;
-
-// The octet::Error message `f` throws; a test failure when it throws nothing.
-std::string ErrorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected an octet::Error";
-  return "";
-}
-
-void ExpectContains(const std::string& message, const std::vector<std::string>& parts) {
-  for (const auto& part : parts)
-    EXPECT_NE(message.find(part), std::string::npos) << "'" << part << "' not in: " << message;
-}
 
 // ---- models -----------------------------------------------------------------------------
 
