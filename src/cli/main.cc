@@ -43,9 +43,11 @@ commands:
             operator times, fused/refused groups, an optional HTML report
   compare   run octet and ONNX Runtime (or the float model) keeping every
             intermediate tensor; list the first tensors that differ, and why
+  generate  greedy text generation with a decoder language model (KV cache),
+            printing prefill and decode ms/token
 
-bench and compare are Python: the octet command that `pip install` makes runs
-them (and this binary for the others).
+bench, compare and generate are Python: the octet command that `pip install`
+makes runs them (and this binary for the others).
 Run 'octet <command> --help' for the options of a command.
 )";
 
@@ -333,7 +335,7 @@ int Main(int argc, char** argv) {
   if (args[0] == "run") return RunCommand(rest);
   if (args[0] == "inspect") return InspectCommand(rest);
   if (args[0] == "list-ops") return ListOpsCommand(rest);
-  if (args[0] == "bench" || args[0] == "compare")
+  if (args[0] == "bench" || args[0] == "compare" || args[0] == "generate")
     throw UsageError("'octet " + args[0] +
                      "' is Python: run it with the octet command that `pip install` makes "
                      "(this binary runs run, inspect and list-ops)");

@@ -581,6 +581,8 @@ void RegisterFloatMathOps(KernelRegistry& r) {
   unary("Tanh", 6, kTranscendentalCost, vector_math(VectorMath<vmath::Tanh>()));
   unary("Sigmoid", 6, kTranscendentalCost, vector_math(VectorMath<vmath::Logistic>()));
   unary("Erf", 9, kTranscendentalCost, vector_math(VectorMath<vmath::Erf>()));
+  unary("Sin", 7, kTranscendentalCost, simple([](float x) { return std::sin(x); }));
+  unary("Cos", 7, kTranscendentalCost, simple([](float x) { return std::cos(x); }));
   unary("Floor", 6, 1, simple([](float x) { return std::floor(x); }));
   unary("Ceil", 6, 1, simple([](float x) { return std::ceil(x); }));
   // Round: half to even (the default FP rounding mode).

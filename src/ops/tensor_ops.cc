@@ -1,8 +1,9 @@
 // Dtype-generic tensor operators that exporters put around the arithmetic:
 // Shape, Concat, Cast, Where, Expand, ConstantOfShape, Constant, Identity,
 // Range, comparisons (Equal/Less/Greater/...), boolean logic (Not/And/Or/Xor),
-// Split and Pad. Data movement works on element bytes, so every storage dtype
-// is handled; arithmetic ones dispatch on the C++ element type.
+// Split, Pad, ArgMax/ArgMin, TopK and Trilu. Data movement works on element
+// bytes, so every storage dtype is handled; arithmetic ones dispatch on the C++
+// element type.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -738,6 +739,179 @@ class PadKernel : public OpKernel {
   float value_attr_ = 0.f;
 };
 
+// ---- ArgMax / ArgMin / TopK / Trilu ---------------------------------------
+
+// x viewed as [outer, extent, inner] around `axis`.
+struct AxisView {
+  int64_t outer = 1, extent = 1, inner = 1;
+  AxisView(const Shape& shape, int64_t axis) {
+    for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d)
+      (d < axis ? outer : d == axis ? extent : inner) *= shape[d];
+  }
+};
+
+// a ranks before b in TopK's order: the larger (largest) or smaller first, NaN before every
+// number either way.
+template <typename T>
+bool RanksBefore(T a, T b, bool largest) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (std::isnan(a)) return !std::isnan(b);
+    if (std::isnan(b)) return false;
+  }
+  return largest ? a > b : a < b;
+}
+
+class ArgExtremumKernel : public OpKernel {
+ public:
+  ArgExtremumKernel(const KernelInit& init, bool largest)
+      : largest_(largest),
+        axis_(init.node.GetInt("axis", 0)),
+        keepdims_(init.node.GetInt("keepdims", 1) != 0),
+        select_last_(init.node.GetInt("select_last_index", 0) != 0) {}
+  void Run(KernelContext& ctx) override {
+    const Node& node = ctx.node();
+    const Tensor& x = ctx.input(0);
+    const int64_t rank = static_cast<int64_t>(x.rank());
+    const int64_t axis = node.Axis(axis_, std::max<int64_t>(rank, 1));
+    OCTET_CHECK(rank > 0 && x.shape()[axis] > 0, node.Describe(),
+                ": needs a non-empty axis, got shape ", ShapeToString(x.shape()));
+    Shape out_shape = x.shape();
+    if (keepdims_) {
+      out_shape[axis] = 1;
+    } else {
+      out_shape.erase(out_shape.begin() + axis);
+    }
+    Tensor& out = ctx.AllocateUninitializedOutput(0, DType::kInt64, out_shape);
+    const AxisView v(x.shape(), axis);
+    int64_t* po = out.data<int64_t>();
+    DispatchNumeric(x.dtype(), node, [&](auto tag) {
+      using T = decltype(tag);
+      const T* px = static_cast<const T*>(x.raw());
+      for (int64_t o = 0; o < v.outer; ++o) {
+        for (int64_t i = 0; i < v.inner; ++i) {
+          const T* row = px + o * v.extent * v.inner + i;
+          // Plain comparisons from the first element, as ONNX Runtime does: a NaN is never
+          // taken over a number, and a leading NaN is kept.
+          int64_t best = 0;
+          for (int64_t k = 1; k < v.extent; ++k) {
+            const T a = row[k * v.inner], b = row[best * v.inner];
+            const bool take = select_last_ ? (largest_ ? a >= b : a <= b)
+                                           : (largest_ ? a > b : a < b);
+            if (take) best = k;
+          }
+          po[o * v.inner + i] = best;
+        }
+      }
+    });
+  }
+
+ private:
+  bool largest_;
+  int64_t axis_;
+  bool keepdims_;
+  bool select_last_;
+};
+
+// TopK: the k first elements along `axis` in rank order, equal values by lower index (what
+// ONNX Runtime returns for numbers; with NaNs its order follows its heap, not a rule).
+// sorted = 0 leaves the order to the implementation; this one returns the sorted order then.
+class TopKKernel : public OpKernel {
+ public:
+  explicit TopKKernel(const KernelInit& init)
+      : k_from_input_(init.node.opset >= 10),
+        k_attr_(init.node.GetInt("k", -1)),
+        axis_(init.node.GetInt("axis", -1)),
+        largest_(init.node.GetInt("largest", 1) != 0) {}
+  void Run(KernelContext& ctx) override {
+    const Node& node = ctx.node();
+    const Tensor& x = ctx.input(0);
+    int64_t k = k_attr_;
+    if (k_from_input_) {
+      const std::vector<int64_t> kv = ReadInt64s(ctx.input(1), node, "K");
+      OCTET_CHECK(kv.size() == 1, node.Describe(), ": input 'K' must hold one value");
+      k = kv[0];
+    }
+    const int64_t rank = static_cast<int64_t>(x.rank());
+    OCTET_CHECK(rank > 0, node.Describe(), ": input must have rank >= 1");
+    const int64_t axis = node.Axis(axis_, rank);
+    OCTET_CHECK(k >= 0 && k <= x.shape()[axis], node.Describe(), ": k = ", k,
+                " is outside [0, ", x.shape()[axis], "] for shape ", ShapeToString(x.shape()));
+    Shape out_shape = x.shape();
+    out_shape[axis] = k;
+    Tensor& values = ctx.AllocateUninitializedOutput(0, x.dtype(), out_shape);
+    Tensor& indices = ctx.AllocateUninitializedOutput(1, DType::kInt64, out_shape);
+    const AxisView v(x.shape(), axis);
+    std::vector<int64_t> order(v.extent);
+    DispatchNumeric(x.dtype(), node, [&](auto tag) {
+      using T = decltype(tag);
+      const T* px = static_cast<const T*>(x.raw());
+      T* pv = static_cast<T*>(values.raw());
+      int64_t* pi = indices.data<int64_t>();
+      for (int64_t o = 0; o < v.outer; ++o) {
+        for (int64_t i = 0; i < v.inner; ++i) {
+          const T* row = px + o * v.extent * v.inner + i;
+          for (int64_t e = 0; e < v.extent; ++e) order[e] = e;
+          auto before = [&](int64_t a, int64_t b) {
+            if (RanksBefore(row[a * v.inner], row[b * v.inner], largest_)) return true;
+            if (RanksBefore(row[b * v.inner], row[a * v.inner], largest_)) return false;
+            return a < b;
+          };
+          std::partial_sort(order.begin(), order.begin() + k, order.end(), before);
+          for (int64_t j = 0; j < k; ++j) {
+            const int64_t at = (o * k + j) * v.inner + i;
+            pv[at] = row[order[j] * v.inner];
+            pi[at] = order[j];
+          }
+        }
+      }
+    });
+  }
+
+ private:
+  bool k_from_input_;
+  int64_t k_attr_;
+  int64_t axis_;
+  bool largest_;
+};
+
+// Trilu: keeps the upper (j - i >= k) or lower (j - i <= k) triangle of each matrix in the last
+// two dims and zeroes the rest.
+class TriluKernel : public OpKernel {
+ public:
+  explicit TriluKernel(const KernelInit& init) : upper_(init.node.GetInt("upper", 1) != 0) {}
+  void Run(KernelContext& ctx) override {
+    const Node& node = ctx.node();
+    const Tensor& x = ctx.input(0);
+    OCTET_CHECK(x.rank() >= 2, node.Describe(), ": input must have rank >= 2, got shape ",
+                ShapeToString(x.shape()));
+    int64_t k = 0;
+    if (ctx.has_input(1)) {
+      const std::vector<int64_t> kv = ReadInt64s(ctx.input(1), node, "k");
+      OCTET_CHECK(kv.size() == 1, node.Describe(), ": input 'k' must hold one value");
+      k = kv[0];
+    }
+    const int64_t rows = x.shape()[x.rank() - 2], cols = x.shape()[x.rank() - 1];
+    Tensor& out = ctx.AllocateOutput(0, x.dtype(), x.shape());
+    const size_t elem = DTypeSize(x.dtype());
+    const auto* src = static_cast<const uint8_t*>(x.raw());
+    auto* dst = static_cast<uint8_t*>(out.raw());
+    const int64_t matrices = rows * cols == 0 ? 0 : x.numel() / (rows * cols);
+    for (int64_t m = 0; m < matrices; ++m) {
+      for (int64_t i = 0; i < rows; ++i) {
+        // Columns [begin, end) of row i are kept; the rest stay zero.
+        const int64_t begin = upper_ ? std::clamp(i + k, int64_t{0}, cols) : 0;
+        const int64_t end = upper_ ? cols : std::clamp(i + k + 1, int64_t{0}, cols);
+        if (end <= begin) continue;
+        const int64_t at = (m * rows + i) * cols + begin;
+        std::memcpy(dst + at * elem, src + at * elem, (end - begin) * elem);
+      }
+    }
+  }
+
+ private:
+  bool upper_;
+};
+
 // ---- Registration helpers ---------------------------------------------------
 
 std::vector<DType> SameAsInput0(const Node&, const std::vector<DType>& t) { return {t[0]}; }
@@ -847,6 +1021,28 @@ void RegisterTensorOps(KernelRegistry& r) {
                 return AnyStorable(t[0]) && t.size() >= 2 && t[1] == DType::kInt64;
               },
               SameAsInput0, Create<PadKernel>});
+  for (const bool largest : {true, false})
+    r.Register({kOnnxDomain, largest ? "ArgMax" : "ArgMin", 1, kLatest,
+                [](const Node&, const std::vector<DType>& t) {
+                  return t.size() == 1 && IsNumeric(t[0]);
+                },
+                Int64Output,
+                [largest](const KernelInit& init) {
+                  return std::make_unique<ArgExtremumKernel>(init, largest);
+                }});
+  r.Register({kOnnxDomain, "TopK", 1, kLatest,
+              [](const Node& n, const std::vector<DType>& t) {
+                return IsNumeric(t[0]) && (n.opset < 10 || (t.size() == 2 && t[1] == DType::kInt64));
+              },
+              [](const Node&, const std::vector<DType>& t) {
+                return std::vector<DType>{t[0], DType::kInt64};
+              },
+              Create<TopKKernel>});
+  r.Register({kOnnxDomain, "Trilu", 14, kLatest,
+              [](const Node&, const std::vector<DType>& t) {
+                return AnyStorable(t[0]) && (t.size() < 2 || OneOf(t[1], {DType::kInt64, DType::kUndefined}));
+              },
+              SameAsInput0, Create<TriluKernel>});
 }
 
 }  // namespace octet

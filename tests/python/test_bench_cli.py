@@ -79,7 +79,7 @@ def const(name, value):
 def test_help_lists_the_python_commands():
     main = run("--help")
     assert main.returncode == 0
-    for command in ["run", "inspect", "list-ops", "bench", "compare"]:
+    for command in ["run", "inspect", "list-ops", "bench", "compare", "generate"]:
         assert "\n  %s " % command in main.stdout, main.stdout
     for command, options in (("bench", BENCH_OPTIONS), ("compare", COMPARE_OPTIONS)):
         result = run(command, "--help")

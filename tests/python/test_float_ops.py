@@ -95,6 +95,8 @@ UNARY = [  # op, opset, tolerance, attrs, input range
     ("Tanh", 13, MLAS_ACT, {}, (-5.0, 5.0)),
     ("Sigmoid", 13, MLAS_ACT, {}, (-8.0, 8.0)),
     ("Erf", 13, MLAS_ACT, {}, (-3.0, 3.0)),
+    ("Sin", 7, ULP, {}, (-10.0, 10.0)),
+    ("Cos", 7, ULP, {}, (-10.0, 10.0)),
     ("HardSigmoid", 6, EXACT, {"alpha": 0.25, "beta": 0.4}, (-5.0, 5.0)),
     ("HardSwish", 14, ULP, {}, (-5.0, 5.0)),  # ORT computes x*(x*(1/6)+0.5): 1-ulp apart
     ("LeakyRelu", 16, EXACT, {"alpha": 0.1}, (-5.0, 5.0)),
@@ -534,3 +536,72 @@ def test_clip_integer(dtype):
     inits = {"lo": np.array(3, dtype), "hi": np.array(40, dtype)}
     check("Clip", {"x": x}, {"y": helper.np_dtype_to_tensor_dtype(np.dtype(dtype))}, 13, EXACT,
           initializers=inits)
+
+
+# ---- selection: ArgMax / ArgMin / TopK / Trilu ---------------------------------
+
+def ties(*shape, seed=0):
+    """Small integers as floats: many equal values, so tie rules are exercised."""
+    return np.random.default_rng(RNG_SEED + seed).integers(-3, 4, shape).astype(np.float32)
+
+
+@pytest.mark.parametrize("op", ["ArgMax", "ArgMin"])
+@pytest.mark.parametrize("axis,keepdims,last", [(0, 1, 0), (-1, 0, 0), (1, 1, 1), (2, 0, 1)])
+@pytest.mark.parametrize("dtype", [np.float32, np.int64, np.int32, np.uint8])
+def test_arg_extremum(op, axis, keepdims, last, dtype):
+    x = ties(4, 6, 5).astype(dtype) if dtype != np.uint8 else (ties(4, 6, 5) + 3).astype(dtype)
+    check(op, {"x": x}, {"y": I64}, 13, EXACT,
+          {"axis": axis, "keepdims": keepdims, "select_last_index": last})
+
+
+@pytest.mark.parametrize("op", ["ArgMax", "ArgMin"])
+@pytest.mark.parametrize("last", [0, 1])
+def test_arg_extremum_nan(op, last):
+    """ONNX Runtime's rule: a NaN is never taken over a number; a leading NaN is kept."""
+    x = np.array([[1, np.nan, 3, np.nan, -1], [np.nan, 2, 2, 0, 5], [4, 4, np.nan, 4, 0]],
+                 np.float32)
+    check(op, {"x": x}, {"y": I64}, 13, EXACT, {"axis": 1, "keepdims": 0, "select_last_index": last})
+
+
+def test_argmax_logits_row():
+    x = rand(1, 1, 5000, seed=4)  # an LM head's last row: one maximum among many
+    check("ArgMax", {"x": x}, {"y": I64}, 13, EXACT, {"axis": -1, "keepdims": 0})
+
+
+@pytest.mark.parametrize("k,axis,largest", [(1, -1, 1), (3, -1, 0), (6, 1, 1), (0, 0, 1),
+                                            (4, 0, 0)])
+@pytest.mark.parametrize("make", [rand, ties], ids=["distinct", "ties"])
+def test_topk(k, axis, largest, make):
+    x = make(4, 6, 7, seed=5)
+    check("TopK", {"x": x}, {"values": F, "indices": I64}, 11, EXACT,
+          {"axis": axis, "largest": largest}, initializers={"k": np.array([k], np.int64)})
+
+
+def test_topk_opset1_attribute_and_int():
+    check("TopK", {"x": rand(3, 9, seed=6)}, {"values": F, "indices": I64}, 1, EXACT, {"k": 4})
+    x = ties(3, 9, seed=7).astype(np.int64)
+    check("TopK", {"x": x}, {"values": I64, "indices": I64}, 11, EXACT,
+          initializers={"k": np.array([5], np.int64)})
+
+
+def test_topk_k_too_large_is_an_error():
+    node = helper.make_node("TopK", ["x", "k"], ["v", "i"])
+    x = rand(2, 3)
+    model = make_model(node, {"x": x}, {"v": F, "i": I64}, 11,
+                       [numpy_helper.from_array(np.array([4], np.int64), "k")])
+    with pytest.raises(octet.OctetError, match="k = 4 is outside"):
+        octet.InferenceSession(model.SerializeToString()).run(None, {"x": x})
+
+
+@pytest.mark.parametrize("upper", [0, 1])
+@pytest.mark.parametrize("k", [None, 0, 2, -1, -7, 9])
+@pytest.mark.parametrize("shape", [(5, 5), (2, 3, 7), (6, 2), (0, 4)])
+def test_trilu(upper, k, shape):
+    inits = {} if k is None else {"k": np.array(k, np.int64)}
+    check("Trilu", {"x": rand(*shape, seed=8)}, {"y": F}, 14, EXACT, {"upper": upper},
+          initializers=inits)
+
+
+def test_trilu_bool_mask():
+    """The causal-mask idiom: Trilu over a bool matrix of ones."""
+    check("Trilu", {"x": np.ones((4, 4), np.bool_)}, {"y": B}, 14, EXACT, {"upper": 0})
