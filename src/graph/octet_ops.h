@@ -77,9 +77,13 @@ inline constexpr const char* kLookupTableOp = "LookupTable";
 
 // octet.FloatAttention(q, k_t, divisor, mask, v) (rewrite/float_attention.h,
 // ops/float_ops.cc) = MatMul(Softmax(Add(Div(MatMul(q, k_t), divisor), mask),
-// axis=-1), v). Attribute mask_first=1 spells Add(mask, scores); heads_inner=1
-// takes the heads' Transposes in too: q, v and the result are [batch, sequence,
-// heads, head size] and k is k_t before its Transpose(perm=[0,2,3,1]).
+// axis=-1), v). Attribute mask_first=1 spells Add(mask, scores); scale_mul=1 spells
+// Mul(scores, divisor) (a factor). heads_inner=1 takes the heads' Transposes in too:
+// q, v and the result are [batch, sequence, heads, head size] and k is k_t before its
+// Transpose(perm=[0,2,3,1]). keys_rows=1 (decoders): k is k_t before its
+// Transpose(perm=[0,1,3,2]); with kv_repeat=g, kv_heads=H, kv_size=d, v_size=dv, k and
+// v are before grouped-query attention's repeat_kv, Reshape(Expand(Unsqueeze(x, [2]),
+// [1, 1, g, 1, 1]), [0, H, -1, d or dv]), each head of k and v read by g heads of q.
 inline constexpr const char* kFloatAttentionOp = "FloatAttention";
 
 // octet.MaskedSoftmax(x, table, mask, y_scale, y_zero_point) (rewrite/float_attention.h,

@@ -163,6 +163,11 @@ Tensor Permuted(const Tensor& x, const std::vector<int64_t>& perm, ThreadPool* p
 // sequence, heads, head size] (each Transpose(perm=[0,2,1,3]) of the plain
 // form) and k is k_t before its Transpose(perm=[0,2,3,1]), so each head is
 // read and written in place with a row stride of heads x head size.
+// Attribute scale_mul=1 multiplies by the third input instead of dividing.
+// Attribute keys_rows=1 (decoders): k is [batch, kv heads, keys, head size],
+// k_t before its Transpose(perm=[0,1,3,2]); with kv_repeat=g (kv_heads,
+// kv_size, v_size: the repeat_kv Reshape's constants) k and v come before
+// grouped-query attention's repeat_kv, and query head h reads their head h / g.
 //
 // When q, k_t and v share their batch dims, the divisor is one value and the
 // mask broadcasts to the scores, each batch entry (one head of one sequence)
@@ -174,8 +179,15 @@ class FloatAttentionKernel : public OpKernel {
  public:
   explicit FloatAttentionKernel(const KernelInit& init)
       : mask_first_(init.node.GetInt("mask_first", 0) != 0),
-        heads_inner_(init.node.GetInt("heads_inner", 0) != 0) {}
+        heads_inner_(init.node.GetInt("heads_inner", 0) != 0),
+        keys_rows_(init.node.GetInt("keys_rows", 0) != 0),
+        scale_op_(init.node.GetInt("scale_mul", 0) != 0 ? BinaryOp::kMul : BinaryOp::kDiv),
+        kv_repeat_(init.node.GetInt("kv_repeat", 0)),
+        kv_heads_(init.node.GetInt("kv_heads", 0)),
+        kv_size_(init.node.GetInt("kv_size", 0)),
+        v_size_(init.node.GetInt("v_size", 0)) {}
   void Run(KernelContext& ctx) override {
+    if (keys_rows_) return RunKeysRows(ctx);
     const Tensor& q_in = ctx.input(0);
     const Tensor& k_in = ctx.input(1);
     const Tensor& divisor = ctx.input(2);
@@ -245,7 +257,7 @@ class FloatAttentionKernel : public OpKernel {
         for (int64_t i = 0; i < m; ++i) {
           float* row = scores.data() + i * n;
           const float* mask_row = pm + mask_offset + i * mask_strides[rank - 2];
-          vmath::Binary(BinaryOp::kDiv, row, 1, divisor_value, 0, row, n);
+          vmath::Binary(scale_op_, row, 1, divisor_value, 0, row, n);
           if (mask_first_) {
             vmath::Binary(BinaryOp::kAdd, mask_row, mask_step, row, 1, row, n);
           } else {
@@ -266,6 +278,96 @@ class FloatAttentionKernel : public OpKernel {
   }
 
  private:
+  // The decoder form (keys_rows): each (sequence, query head) entry start to end on one
+  // thread, its key and value head read in place; else the nodes' steps on whole tensors.
+  void RunKeysRows(KernelContext& ctx) const {
+    const Tensor& q = ctx.input(0);
+    const Tensor& k = ctx.input(1);
+    const Tensor& factor = ctx.input(2);
+    const Tensor& mask = ctx.input(3);
+    const Tensor& v = ctx.input(4);
+    const Node& node = ctx.node();
+    ThreadPool* pool = ctx.pool();
+    const int64_t group = std::max<int64_t>(kv_repeat_, 1);
+    bool fast = q.rank() == 4 && k.rank() == 4 && v.rank() == 4 && factor.numel() == 1 &&
+                factor.rank() <= 4;
+    const int64_t batch = fast ? q.dim(0) : 0, heads = fast ? q.dim(1) : 0;
+    const int64_t m = fast ? q.dim(2) : 0, d = fast ? q.dim(3) : 0;
+    const int64_t kv_heads = fast ? k.dim(1) : 0, n = fast ? k.dim(2) : 0;
+    const int64_t dv = fast ? v.dim(3) : 0;
+    Shape scores_shape = {batch, heads, m, n};
+    fast = fast && k.dim(0) == batch && v.dim(0) == batch && v.dim(1) == kv_heads &&
+           v.dim(2) == n && k.dim(3) == d && kv_heads * group == heads && n > 0 && dv > 0 &&
+           NumElements(q.shape()) > 0 &&
+           (kv_repeat_ == 0 || (kv_heads_ == heads && kv_size_ == d && v_size_ == dv)) &&
+           BroadcastShapes(mask.shape(), scores_shape) == scores_shape;
+    if (!fast) {
+      const Tensor keys = kv_repeat_ ? RepeatKv(k, kv_size_, node, pool) : k;
+      const Tensor values = kv_repeat_ ? RepeatKv(v, v_size_, node, pool) : v;
+      OCTET_CHECK(keys.rank() == 4, node.Describe(), ": k must have rank 4, got shape ",
+                  ShapeToString(keys.shape()));
+      ctx.SetOutput(0, Steps(q, Permuted(keys, {0, 1, 3, 2}, pool), factor, mask, values, node,
+                             pool));
+      return;
+    }
+    Tensor& out = ctx.AllocateUninitializedOutput(0, DType::kFloat32, {batch, heads, m, dv});
+    const std::vector<int64_t> mask_strides = BroadcastStrides(mask.shape(), scores_shape);
+    const int mask_step = mask_strides.back() == 0 ? 0 : 1;
+    const float* pq = q.data<float>();
+    const float* pk = k.data<float>();
+    const float* pv = v.data<float>();
+    const float* pm = mask.data<float>();
+    const float* factor_value = factor.data<float>();
+    float* po = out.data<float>();
+    auto entries = [&](int64_t begin, int64_t end) {
+      std::vector<float> scores(m * n);
+      for (int64_t bi = begin; bi < end; ++bi) {
+        const int64_t b = bi / heads, h = bi % heads, kv = b * kv_heads + h / group;
+        const SgemmPacked k_packed = SgemmPackBTransposed(pk + kv * n * d, d, n, d);
+        Sgemm(m, n, d, SgemmOperand::RowMajor(pq + bi * m * d, d), SgemmOperand::Packed(k_packed),
+              scores.data(), n, nullptr);
+        const float* mask_entry = pm + b * mask_strides[0] + h * mask_strides[1];
+        for (int64_t i = 0; i < m; ++i) {
+          float* row = scores.data() + i * n;
+          const float* mask_row = mask_entry + i * mask_strides[2];
+          vmath::Binary(scale_op_, row, 1, factor_value, 0, row, n);
+          if (mask_first_) {
+            vmath::Binary(BinaryOp::kAdd, mask_row, mask_step, row, 1, row, n);
+          } else {
+            vmath::Binary(BinaryOp::kAdd, row, 1, mask_row, mask_step, row, n);
+          }
+          vmath::SoftmaxRow(row, row, n);
+        }
+        Sgemm(m, dv, n, SgemmOperand::RowMajor(scores.data(), n),
+              SgemmOperand::RowMajor(pv + kv * n * dv, dv), po + bi * m * dv, dv, nullptr);
+      }
+    };
+    if (pool && batch * heads > 1) {
+      pool->ParallelFor(batch * heads, entries);
+    } else {
+      entries(0, batch * heads);
+    }
+  }
+
+  // repeat_kv as its nodes compute it: Unsqueeze(x, [2]), Expand to [1, 1, g, 1, 1],
+  // Reshape to [0, kv_heads, -1, size].
+  Tensor RepeatKv(const Tensor& x, int64_t size, const Node& node, ThreadPool* pool) const {
+    OCTET_CHECK(x.rank() >= 2, node.Describe(), ": repeat_kv needs rank >= 2, got shape ",
+                ShapeToString(x.shape()));
+    Shape unsqueezed = x.shape();
+    unsqueezed.insert(unsqueezed.begin() + 2, 1);
+    const Shape expanded =
+        BroadcastOrFail(unsqueezed, {1, 1, kv_repeat_, 1, 1}, node.Describe() + " (repeat_kv)");
+    Tensor repeated = Tensor::Uninitialized(DType::kFloat32, expanded);
+    StridedCopy(x.raw(), repeated.raw(), sizeof(float), expanded,
+                BroadcastStrides(unsqueezed, expanded), pool);
+    const int64_t fixed = expanded[0] * kv_heads_ * size;
+    OCTET_CHECK(fixed > 0 && repeated.numel() % fixed == 0, node.Describe(),
+                ": repeat_kv cannot reshape ", ShapeToString(expanded), " to [0, ", kv_heads_,
+                ", -1, ", size, "]");
+    return repeated.Reshaped({expanded[0], kv_heads_, repeated.numel() / fixed, size});
+  }
+
   // Whether the per-entry path applies (see the class comment), on the plain form's shapes.
   static bool InCache(const Shape& q, const Shape& k_t, const Tensor& divisor, const Tensor& mask,
                       const Shape& v) {
@@ -290,7 +392,7 @@ class FloatAttentionKernel : public OpKernel {
     RunMatMul(q, k_t, nullptr, node, pool, [&](const Shape& shape) -> Tensor& {
       return scores = Tensor::Uninitialized(DType::kFloat32, shape);
     });
-    Tensor scaled = Binary(BinaryOp::kDiv, scores, divisor, node, pool);
+    Tensor scaled = Binary(scale_op_, scores, divisor, node, pool);
     Tensor masked = mask_first_ ? Binary(BinaryOp::kAdd, mask, scaled, node, pool)
                                 : Binary(BinaryOp::kAdd, scaled, mask, node, pool);
     SoftmaxLastAxis(masked, masked, pool);
@@ -310,6 +412,9 @@ class FloatAttentionKernel : public OpKernel {
 
   bool mask_first_;
   bool heads_inner_;
+  bool keys_rows_;
+  BinaryOp scale_op_;
+  int64_t kv_repeat_, kv_heads_, kv_size_, v_size_;
 };
 
 // octet.MaskedSoftmax(x, table, mask, y_scale, y_zero_point) =

@@ -13,6 +13,7 @@
 #include "core/float_types.h"
 #include "core/thread_pool.h"
 #include "kernels/float/broadcast.h"
+#include "kernels/strided_copy.h"
 #include "ops/registry.h"
 
 namespace octet {
@@ -324,15 +325,11 @@ class ExpandKernel : public OpKernel {
     std::optional<Shape> shape = BroadcastShapes(x.shape(), target);
     OCTET_CHECK(shape.has_value(), ctx.node().Describe(), ": input shape ",
                 ShapeToString(x.shape()), " does not broadcast with ", ShapeToString(target));
-    Tensor& out = ctx.AllocateOutput(0, x.dtype(), *shape);
-    DispatchBySize(DTypeSize(x.dtype()), [&](auto tag) {
-      using Storage = decltype(tag);
-      const Storage* px = static_cast<const Storage*>(x.raw());
-      Storage* po = static_cast<Storage*>(out.raw());
-      ForEachBroadcast<1>(
-          out.shape(), {&x.shape()},
-          [&](int64_t i, const std::array<int64_t, 1>& off) { po[i] = px[off[0]]; });
-    });
+    // A broadcast dim is a stride-0 view: StridedCopy repeats whole contiguous runs (the
+    // grouped-query attention's repeated heads) with memcpy.
+    Tensor& out = ctx.AllocateUninitializedOutput(0, x.dtype(), *shape);
+    StridedCopy(x.raw(), out.raw(), DTypeSize(x.dtype()), *shape,
+                BroadcastStrides(x.shape(), *shape), ctx.pool());
   }
 };
 

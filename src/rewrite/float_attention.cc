@@ -1,5 +1,6 @@
 #include "rewrite/float_attention.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,23 @@ bool IsOneConstant(const Graph& g, int value, std::initializer_list<DType> types
 
 // [batch, heads, sequence, size] from [batch, sequence, heads, size], and k_t's form.
 const std::vector<int64_t> kHeadsOut = {0, 2, 1, 3}, kKeysOut = {0, 2, 3, 1};
+// k_t from keys [batch, heads, sequence, size] (decoders).
+const std::vector<int64_t> kKeysTransposed = {0, 1, 3, 2};
+
+// The int64 entries of a constant value, or none.
+std::optional<std::vector<int64_t>> ConstantInts(const Graph& g, int value) {
+  const Tensor* t = value >= 0 ? ConstantValue(g, value) : nullptr;
+  if (!t || t->dtype() != DType::kInt64 || t->rank() > 1) return std::nullopt;
+  return std::vector<int64_t>(t->data<int64_t>(), t->data<int64_t>() + t->numel());
+}
+
+// Grouped-query attention's repeat_kv, Reshape(Expand(Unsqueeze(x, [2]), [1, 1, g, 1, 1]),
+// [0, heads, -1, size]) with constant shapes, each value read by the next node alone.
+struct RepeatKv {
+  int base = -1;  // x, [batch, kv heads, sequence, size]
+  int64_t repeat = 1, heads = 0, size = 0;
+  std::vector<int> nodes;
+};
 
 }  // namespace
 
@@ -54,13 +72,47 @@ void FuseFloatAttention(Graph& g, QdqReport& report) {
                ? node
                : -1;
   };
+  auto producer = [&](int value, const char* op, size_t inputs, int consumer) {
+    const int node = value >= 0 ? g.values[value].producer : -1;
+    return IsOnnxOp(g, node, op, inputs) && !removed[node] &&
+                   SoleConsumer(g, consumers, value) == consumer
+               ? node
+               : -1;
+  };
+  // The repeat_kv that makes `value` for `consumer` alone, if it is one.
+  auto repeat_kv = [&](int value, int consumer) -> std::optional<RepeatKv> {
+    const int reshape = producer(value, "Reshape", 2, consumer);
+    if (reshape < 0 || g.nodes[reshape].GetInt("allowzero", 0) != 0) return std::nullopt;
+    const int expand = producer(g.nodes[reshape].inputs[0], "Expand", 2, reshape);
+    if (expand < 0) return std::nullopt;
+    const int unsqueeze = producer(g.nodes[expand].inputs[0], "Unsqueeze", 2, expand);
+    if (unsqueeze < 0) return std::nullopt;
+    const auto target = ConstantInts(g, g.nodes[reshape].inputs[1]);
+    const auto repeat = ConstantInts(g, g.nodes[expand].inputs[1]);
+    const auto axes = ConstantInts(g, g.nodes[unsqueeze].inputs[1]);
+    if (!target || !repeat || !axes || *axes != std::vector<int64_t>{2} || repeat->size() != 5 ||
+        target->size() != 4 || (*target)[0] != 0 || (*target)[2] != -1 || (*target)[1] <= 0 ||
+        (*target)[3] <= 0 || (*repeat)[2] < 1)
+      return std::nullopt;
+    for (int d : {0, 1, 3, 4})
+      if ((*repeat)[d] != 1) return std::nullopt;
+    return RepeatKv{g.nodes[unsqueeze].inputs[0], (*repeat)[2], (*target)[1], (*target)[3],
+                    {unsqueeze, expand, reshape}};
+  };
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     if (!IsOnnxOp(g, static_cast<int>(n), "MatMul", 2) || removed[n]) continue;
     const Node& scores = g.nodes[n];
     const int q = scores.inputs[0];
     if (KnownDType(g, q) != DType::kFloat32 && KnownDType(g, q) != DType::kUndefined) continue;
-    const int div = next(scores.outputs[0], "Div", 2);
-    if (div < 0 || g.nodes[div].inputs[0] != scores.outputs[0]) continue;
+    // The scale: Div(scores, divisor), or Mul by a factor on either side.
+    int div = next(scores.outputs[0], "Div", 2);
+    if (div >= 0 && g.nodes[div].inputs[0] != scores.outputs[0]) continue;
+    const bool scale_mul = div < 0;
+    if (scale_mul) {
+      div = next(scores.outputs[0], "Mul", 2);
+      if (div < 0 || g.nodes[div].inputs[0] == g.nodes[div].inputs[1]) continue;
+    }
+    const int factor = g.nodes[div].inputs[g.nodes[div].inputs[0] == scores.outputs[0] ? 1 : 0];
     const int scaled = g.nodes[div].outputs[0];
     const int add = next(scaled, "Add", 2);
     if (add < 0) continue;
@@ -80,30 +132,60 @@ void FuseFloatAttention(Graph& g, QdqReport& report) {
     int merge = next(g.nodes[context].outputs[0], "Transpose", 1);
     if (merge >= 0 && g.nodes[merge].GetInts("perm") != kHeadsOut) merge = -1;
     const bool heads_inner = q_split >= 0 && k_split >= 0 && v_split >= 0 && merge >= 0;
+    // Or a decoder's keys: k_t = Transpose(k, [0, 1, 3, 2]), k and v each a repeat_kv of
+    // the same shape or taken as they are.
+    const int k_rows = heads_inner ? -1 : transpose_into(k_t, kKeysTransposed, static_cast<int>(n));
+    std::optional<RepeatKv> k_repeat, v_repeat;
+    if (k_rows >= 0) {
+      k_repeat = repeat_kv(g.nodes[k_rows].inputs[0], k_rows);
+      v_repeat = repeat_kv(v, context);
+      const bool same = k_repeat && v_repeat && k_repeat->repeat == v_repeat->repeat &&
+                        k_repeat->heads == v_repeat->heads;
+      if (!same) k_repeat = v_repeat = std::nullopt;
+    }
 
     Node fused;
     fused.name = (scores.name.empty() ? "node" + std::to_string(n) : scores.name) + "/attention";
     fused.op_type = kFloatAttentionOp;
     fused.domain = kOctetDomain;
     fused.opset = 1;
+    std::string folded = "MatMul, Div, Add, Softmax, MatMul";
     if (heads_inner) {
-      fused.inputs = {g.nodes[q_split].inputs[0], g.nodes[k_split].inputs[0],
-                      g.nodes[div].inputs[1], mask, g.nodes[v_split].inputs[0]};
+      fused.inputs = {g.nodes[q_split].inputs[0], g.nodes[k_split].inputs[0], factor, mask,
+                      g.nodes[v_split].inputs[0]};
       fused.outputs = {g.nodes[merge].outputs[0]};
       fused.attributes["heads_inner"] = Attribute::Int(1);
+      folded = "Transpose x3, " + folded + ", Transpose";
+    } else if (k_rows >= 0) {
+      fused.inputs = {q, k_repeat ? k_repeat->base : g.nodes[k_rows].inputs[0], factor, mask,
+                      v_repeat ? v_repeat->base : v};
+      fused.outputs = {g.nodes[context].outputs[0]};
+      fused.attributes["keys_rows"] = Attribute::Int(1);
+      folded = "Transpose, " + folded;
+      if (k_repeat) {
+        fused.attributes["kv_repeat"] = Attribute::Int(k_repeat->repeat);
+        fused.attributes["kv_heads"] = Attribute::Int(k_repeat->heads);
+        fused.attributes["kv_size"] = Attribute::Int(k_repeat->size);
+        fused.attributes["v_size"] = Attribute::Int(v_repeat->size);
+        folded = "Unsqueeze, Expand, Reshape x2, " + folded;
+      }
     } else {
-      fused.inputs = {q, k_t, g.nodes[div].inputs[1], mask, v};
+      fused.inputs = {q, k_t, factor, mask, v};
       fused.outputs = {g.nodes[context].outputs[0]};
     }
+    if (scale_mul) {
+      fused.attributes["scale_mul"] = Attribute::Int(1);
+      folded.replace(folded.find("Div"), 3, "Mul");
+    }
     if (mask_first) fused.attributes["mask_first"] = Attribute::Int(1);
-    report.Fuse(scores, heads_inner
-                            ? "octet.FloatAttention (float; Transpose x3, MatMul, Div, Add, "
-                              "Softmax, MatMul, Transpose folded)"
-                            : "octet.FloatAttention (float; MatMul, Div, Add, Softmax, "
-                              "MatMul folded)");
+    report.Fuse(scores, "octet.FloatAttention (float; " + folded + " folded)");
     for (int node : {static_cast<int>(n), div, add, softmax, context}) removed[node] = true;
     if (heads_inner)
       for (int node : {q_split, k_split, v_split}) removed[node] = true;
+    if (k_rows >= 0) removed[k_rows] = true;
+    for (const auto& chain : {k_repeat, v_repeat})
+      if (chain)
+        for (int node : chain->nodes) removed[node] = true;
     const int keep = heads_inner ? merge : context;
     removed[keep] = false;
     g.nodes[keep] = std::move(fused);

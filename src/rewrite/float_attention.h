@@ -12,6 +12,11 @@
 // Transpose(perm=[0,2,3,1]) and y goes to Transpose(perm=[0,2,1,3]) (the
 // heads split off and merged back), those four are taken in too
 // (heads_inner=1): each head is read and written in place.
+// Decoders write the scale as Mul(scores, factor) (scale_mul=1) and k_t as
+// Transpose(k, perm=[0,1,3,2]) (keys_rows=1), k and v often after grouped-query
+// attention's repeat_kv (Unsqueeze, Expand, Reshape with constant shapes), which is
+// taken in too: each key and value head is then read in place by the query heads
+// that share it, instead of being copied once per head.
 #pragma once
 
 #include "graph/graph.h"

@@ -1,7 +1,8 @@
 """Attention steps fused by rewrite/float_attention.h.
 
 octet.FloatAttention: MatMul(q, k_t) -> Div -> Add(mask) -> Softmax(-1) -> MatMul(v), as
-the encoders keep it in float. octet.MaskedSoftmax: DequantizeLinear -> Div (a lookup
+the encoders keep it in float, and the decoders' form: k_t = Transpose(k, [0, 1, 3, 2]), the
+scale a Mul, k and v often through grouped-query attention's repeat_kv. octet.MaskedSoftmax: DequantizeLinear -> Div (a lookup
 table after the QDQ passes) -> Add(mask) -> Softmax(-1) -> QuantizeLinear, the scores of
 quantized attention. Fused, they must give the same bits as the nodes run one by one
 (OCTET_QDQ=0), with the mask on either side of the Add, on 1 and 2 threads, and stay
@@ -12,6 +13,7 @@ read elsewhere is left as written.
 import re
 
 import numpy as np
+import onnx
 import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
@@ -86,6 +88,75 @@ def test_float_attention_fusion(form, fused, monkeypatch, tmp_path):
     for ours in fused_runs_equal_to_unfused(m, feeds, monkeypatch):
         for a, b in zip(ours, theirs):
             np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+KV, T, G = 2, 11, 3  # key/value heads, keys (past + new), query heads per key head
+
+
+def decoder_model(form):
+    """Attention as tools/models/decoder.py writes it: q [1, KV*G, S, D], k and v
+    [1, KV, T, D] (the present KV cache), repeat_kv, Transpose, Mul by the scale, a mask
+    [1, 1, S, T]."""
+    c = lambda name, v, t=np.int64: numpy_helper.from_array(np.array(v, t), name)  # noqa
+    inits = [c("scale", 1 / np.sqrt(D), np.float32), c("axis2", [2]), c("rep", [1, 1, G, 1, 1]),
+             c("merged", [0, KV * G, -1, D])]
+    nodes = []
+    k, v = "k", "v"
+    if form != "no_repeat":
+        for x in ("k", "v"):
+            nodes += [helper.make_node("Unsqueeze", [x, "axis2"], [x + "_u"]),
+                      helper.make_node("Expand", [x + "_u", "rep"], [x + "_e"]),
+                      helper.make_node("Reshape", [x + "_e", "merged"], [x + "_r"])]
+        k, v = "k_r", "v_r"
+    scale = ["scale", "scores"] if form == "scale_first" else ["scores", "scale"]
+    if form == "tensor_scale":  # one factor per head: the per-entry path does not apply
+        inits[0] = numpy_helper.from_array(
+            np.linspace(0.2, 0.4, KV * G, dtype=np.float32).reshape(1, KV * G, 1, 1), "scale")
+    nodes += [helper.make_node("Transpose", [k], ["k_t"], perm=[0, 1, 3, 2]),
+              helper.make_node("MatMul", ["q", "k_t"], ["scores"]),
+              helper.make_node("Mul", scale, ["scaled"]),
+              helper.make_node("Add", ["scaled", "mask"], ["masked"]),
+              helper.make_node("Softmax", ["masked"], ["probs"], axis=-1),
+              helper.make_node("MatMul", ["probs", v], ["y"])]
+    heads = KV if form == "no_repeat" else KV * G
+    f = lambda name, shape: helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)  # noqa
+    graph = helper.make_graph(
+        nodes, "decoder_attention",
+        [f("q", [1, heads, "s", D]), f("k", [1, KV, T, D]), f("v", [1, KV, T, D]),
+         f("mask", [1, 1, "s", T])], [f("y", None)], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)],
+                             ir_version=10).SerializeToString()
+
+
+@pytest.mark.parametrize("form", ["repeat", "scale_first", "no_repeat", "tensor_scale"])
+@pytest.mark.parametrize("queries", [1, 4])
+def test_decoder_attention_fusion(form, queries, monkeypatch, tmp_path):
+    """Fused, the decoder form gives the nodes' bits (per-entry path, or the steps when the
+    scale is not one value) and stays within float tolerance of ONNX Runtime."""
+    m = decoder_model(form)
+    rng = np.random.default_rng(9)
+    heads = KV if form == "no_repeat" else KV * G
+    causal = np.triu(np.full((queries, T), np.finfo(np.float32).min), T - queries + 1)
+    feeds = {"q": rng.standard_normal((1, heads, queries, D)), "k": rng.standard_normal((1, KV, T, D)),
+             "v": rng.standard_normal((1, KV, T, D)), "mask": causal[None, None]}
+    feeds = {k: v.astype(np.float32) for k, v in feeds.items()}
+    monkeypatch.delenv("OCTET_QDQ", raising=False)
+    report = inspect_model(m, tmp_path)
+    assert "-> octet.FloatAttention" in report
+    assert ("Unsqueeze, Expand, Reshape x2" in report) == (form != "no_repeat")
+    theirs = ort.InferenceSession(m, providers=["CPUExecutionProvider"]).run(None, feeds)
+    for ours in fused_runs_equal_to_unfused(m, feeds, monkeypatch):
+        np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-5, atol=1e-6)
+
+
+def test_decoder_attention_needs_the_repeat_constants(monkeypatch, tmp_path):
+    """An Expand that is not a repeat of axis 2 leaves the chain as written."""
+    m = onnx.load_from_string(decoder_model("repeat"))
+    for init in m.graph.initializer:
+        if init.name == "rep":
+            init.CopyFrom(numpy_helper.from_array(np.array([1, 1, G, 1, 2], np.int64), "rep"))
+    report = inspect_model(m.SerializeToString(), tmp_path)
+    assert "Unsqueeze, Expand, Reshape x2" not in report
 
 
 def quantized_model(form):

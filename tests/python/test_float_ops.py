@@ -280,7 +280,8 @@ def test_logic():
 
 
 @pytest.mark.parametrize("shape,target", [((3, 1), (2, 3, 4)), ((1,), (5,)), ((2, 3), (1, 1)),
-                                          ((4, 1, 2), (3, 1))])
+                                          ((4, 1, 2), (3, 1)), ((1, 3, 1, 7, 5), (1, 3, 3, 7, 5)),
+                                          ((2, 0, 3), (2, 2, 0, 3)), ((1, 1), (4, 1, 6))])
 def test_expand(shape, target):
     x = np.arange(np.prod(shape), dtype=np.int64).reshape(shape)
     check("Expand", {"x": x}, {"y": I64}, 13, EXACT,
