@@ -1,0 +1,217 @@
+"""Decoder speed, octet vs ONNX Runtime (and llama.cpp on a GGUF), side by side in one run.
+
+For each KV-cache model (tools/models/build_smollm2.py, build_qwen3.py --cached forms) and
+thread count: prefill ms/token for prompts of --prefill tokens (an empty cache), and decode
+ms/token at --context (a cache of context - 1 positions, one new token), each engine in
+alternating rounds on the same feeds, min and median over the rounds; decode's weight read
+rate (the model's initializer bytes except the embedding table, which decode gathers one
+row of, per decode time) against this machine's measured memory read rate; with --rss the
+peak RSS of a fresh process per engine that runs one decode step. With --gguf FILE, the same
+prefill and decode through llama-cpp-python (`llama_cpp`, if installed).
+
+    .venv/bin/python tools/bench_llm.py build/models/smollm2-135m.cached.a8w8.onnx \\
+        [MODEL...] [--threads 1,2] [--prefill 32,256] [--context 256] [--rounds 5] \\
+        [--gguf FILE] [--rss] [--json OUT.json]
+
+docs/benchmarks.md keeps the results per CPU class."""
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+
+import numpy as np
+import onnx
+
+import host
+import measure
+from octet._command import format_table
+
+ENGINES = ("ort", "octet")
+
+
+def cache_layout(session):
+    """{past input name: [kv_heads, head_dim]} of a KV-cache decoder session, and its
+    vocabulary size."""
+    layout = {}
+    for arg in session.get_inputs():
+        if arg.name.startswith("past_key_values."):
+            layout[arg.name] = [arg.shape[1], arg.shape[3]]
+    if not layout:
+        raise SystemExit("error: the model has no past_key_values inputs (use a --cached form)")
+    vocab = next(o.shape[-1] for o in session.get_outputs() if o.name == "logits")
+    return layout, vocab
+
+
+def feeds_for(layout, tokens, past, seed=0):
+    layout, vocab = layout
+    rng = np.random.default_rng(seed)
+    feeds = {"input_ids": rng.integers(0, vocab, (1, tokens)).astype(np.int64),
+             "attention_mask": np.ones((1, past + tokens), np.int64),
+             "position_ids": np.arange(past, past + tokens, dtype=np.int64)[None]}
+    for name, (heads, size) in layout.items():
+        feeds[name] = rng.standard_normal((1, heads, past, size)).astype(np.float32)
+    return feeds
+
+
+def streamed_weight_bytes(path):
+    """Initializer bytes a decode step reads: all but tables read through a Gather."""
+    model = onnx.load(path, load_external_data=False)
+    gathered = {n.input[0] for n in model.graph.node if n.op_type in ("Gather",
+                                                                     "GatherBlockQuantized")}
+    total = 0
+    for t in model.graph.initializer:
+        if t.name in gathered:
+            continue
+        if t.data_location == onnx.TensorProto.EXTERNAL:
+            total += int({e.key: e.value for e in t.external_data}.get("length", 0))
+        else:
+            total += len(t.raw_data) or onnx.numpy_helper.to_array(t).nbytes
+    return total
+
+
+def memory_read_rate(threads, gib=1):
+    """GB/s of numpy summing a buffer much larger than the caches, split over threads."""
+    data = np.ones(gib << 27, np.uint64)  # gib GiB
+    parts = np.array_split(data, threads)
+    best = 0.0
+    for _ in range(3):
+        start = time.perf_counter()
+        workers = [threading.Thread(target=np.sum, args=(p,)) for p in parts]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        best = max(best, data.nbytes / (time.perf_counter() - start) / 1e9)
+    return best
+
+
+def bench_model(path, threads, args):
+    sessions = {engine: measure.make_session(engine, path, threads) for engine in ENGINES}
+    layout = cache_layout(sessions["octet"])
+    rows = []
+    cases = [("prefill", p, 0) for p in args.prefill] + [("decode", 1, args.context - 1)]
+    for phase, tokens, past in cases:
+        feeds = feeds_for(layout, tokens, past)
+        fns = {e: (lambda s=s: s.run(None, feeds)) for e, s in sessions.items()}
+        samples = measure.alternate(fns, rounds=args.rounds, warmup=1)
+        for engine in ENGINES:
+            walls = [1e3 * s.wall / tokens for s in samples[engine]]
+            rows.append({"model": os.path.basename(path), "engine": engine, "threads": threads,
+                         "phase": phase, "tokens": tokens, "context": past + tokens,
+                         "ms_per_token": measure.summary(walls)})
+    if args.rss:
+        with tempfile.TemporaryDirectory() as tmp:
+            feeds_path = os.path.join(tmp, "feeds.npz")
+            np.savez(feeds_path, **feeds_for(layout, 1, args.context - 1))
+            for row in rows:
+                if row["phase"] == "decode":
+                    row["peak_rss_mib"] = measure.peak_rss(row["engine"], path, threads,
+                                                           feeds_path)["peak_kib"] / 1024
+    return rows
+
+
+def bench_llama_cpp(gguf, threads, args):
+    try:
+        import llama_cpp
+    except ImportError:
+        print("llama.cpp: llama_cpp is not installed (pip install llama-cpp-python==0.3.36, "
+              "built from source)", file=sys.stderr)
+        return []
+    llm = llama_cpp.Llama(model_path=gguf, n_threads=threads, n_threads_batch=threads,
+                          n_ctx=max(args.prefill + [args.context]) + 16, verbose=False)
+    rng = np.random.default_rng(0)
+    rows = []
+
+    def timed(fn, tokens):
+        walls = []
+        for _ in range(args.rounds):
+            walls.append(1e3 * fn() / tokens)
+        return measure.summary(walls)
+
+    for p in args.prefill:
+        prompt = rng.integers(0, 1000, p).tolist()
+
+        def prefill():
+            llm.reset()
+            start = time.perf_counter()
+            llm.eval(prompt)
+            return time.perf_counter() - start
+        rows.append({"model": os.path.basename(gguf), "engine": "llama.cpp", "threads": threads,
+                     "phase": "prefill", "tokens": p, "context": p,
+                     "ms_per_token": timed(prefill, p)})
+    history = rng.integers(0, 1000, args.context - 1).tolist()
+
+    def decode():
+        llm.n_tokens = args.context - 1  # drop the previous round's token: context stays fixed
+        start = time.perf_counter()
+        llm.eval([7])
+        return time.perf_counter() - start
+    llm.reset()
+    llm.eval(history)
+    rows.append({"model": os.path.basename(gguf), "engine": "llama.cpp", "threads": threads,
+                 "phase": "decode", "tokens": 1, "context": args.context,
+                 "ms_per_token": timed(decode, 1)})
+    return rows
+
+
+def print_table(rows, weight_bytes, read_rates):
+    header = ["model", "phase", "tokens", "threads", "engine", "min ms/tok", "median ms/tok",
+              "ORT/engine", "weights GB/s", "of read rate", "peak RSS MiB"]
+    table = []
+    for row in rows:
+        ort_row = next((r for r in rows if r["engine"] == "ort" and r["model"] == row["model"]
+                        and r["phase"] == row["phase"] and r["tokens"] == row["tokens"]
+                        and r["threads"] == row["threads"]), None)
+        ratio = "%.2f" % (ort_row["ms_per_token"]["min"] / row["ms_per_token"]["min"]) \
+            if ort_row else ""
+        rate = share = ""
+        if row["phase"] == "decode" and row["model"] in weight_bytes:
+            gbs = weight_bytes[row["model"]] / (row["ms_per_token"]["min"] * 1e6)
+            rate, share = "%.1f" % gbs, "%.0f%%" % (100 * gbs / read_rates[row["threads"]])
+        table.append([row["model"], row["phase"], row["tokens"], row["threads"], row["engine"],
+                      "%.2f" % row["ms_per_token"]["min"], "%.2f" % row["ms_per_token"]["median"],
+                      ratio, rate, share,
+                      "%.0f" % row["peak_rss_mib"] if "peak_rss_mib" in row else ""])
+    print(format_table(header, table))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("models", nargs="+", metavar="MODEL")
+    parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--prefill", default="32,256")
+    parser.add_argument("--context", type=int, default=256)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--gguf", metavar="FILE")
+    parser.add_argument("--rss", action="store_true")
+    parser.add_argument("--json", metavar="OUT")
+    args = parser.parse_args()
+    args.threads = [int(t) for t in args.threads.split(",")]
+    args.prefill = [int(p) for p in args.prefill.split(",")]
+    import octet
+    print(host.describe(octet))
+    read_rates = {t: memory_read_rate(t) for t in args.threads}
+    print("memory read rate (numpy sum over 1 GiB): " +
+          ", ".join("%d thread(s) %.1f GB/s" % (t, r) for t, r in read_rates.items()))
+    rows, weight_bytes = [], {}
+    for path in args.models:
+        weight_bytes[os.path.basename(path)] = streamed_weight_bytes(path)
+        for threads in args.threads:
+            print("%s, %d thread(s)..." % (os.path.basename(path), threads), file=sys.stderr)
+            rows += bench_model(path, threads, args)
+    if args.gguf:
+        for threads in args.threads:
+            rows += bench_llama_cpp(args.gguf, threads, args)
+    print_table(rows, weight_bytes, read_rates)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"host": host.describe(octet), "read_rate_gbs": read_rates,
+                       "weight_bytes": weight_bytes, "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
