@@ -103,6 +103,17 @@ inline constexpr const char* kMaskedSoftmaxOp = "MaskedSoftmax";
 // gives its error), not equal to it.
 inline constexpr const char* kInt8DynamicMatMulOp = "Int8DynamicMatMul";
 
+// octet.BlockedDqMatMul(x, w, scale, zero_point?) (rewrite/qdq_nbits.h,
+// ops/matmul_nbits.cc) = MatMul(x, DequantizeLinear(w, scale, zero_point,
+// axis=0, block_size)) with the same bits: y[m, n] is the fma chain over k from
+// +0 of x[m, k] * w'[k, n], w' = (float(w) - float(zp)) * scale[k / block_size, n]
+// (kernels/nbits/nbits.h, kFloat), and the float weights are never made. x
+// float [..., K]; w int4/uint4 constant [K, N]; scale float32 constant
+// [ceil(K / block_size), N]; zero_point optional (0), w's type, scale's shape.
+// Attribute block_size (a power of two >= 16).
+inline constexpr const char* kBlockedDqMatMulOp = "BlockedDqMatMul";
+enum BlockedDqMatMulInput { kBlockedDqX = 0, kBlockedDqW, kBlockedDqScale, kBlockedDqZero };
+
 // Attributes of ai.onnx QLinearMatMul set by rewrite/int8_attention.h: a head
 // Transpose folded into the product, read or written through strides
 // (ops/int_matmul_shape.h MatMulHeadLayout): perm [0, 2, 1, 3] on A, B or Y, or

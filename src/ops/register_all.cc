@@ -22,6 +22,7 @@ const KernelRegistry& KernelRegistry::Global() {
     RegisterQLinearPoolOps(r);
     RegisterLookupTableOps(r);
     RegisterInt8DynamicMatMulOps(r);
+    RegisterNBitsOps(r);
     return r;
   }();
   return registry;

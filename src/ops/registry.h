@@ -120,6 +120,7 @@ void RegisterQLinearMiscOps(KernelRegistry& r);    // ops/qlinear_misc.cc (QLine
 void RegisterQLinearPoolOps(KernelRegistry& r);    // ops/qlinear_pool.cc (QLinear*AveragePool)
 void RegisterLookupTableOps(KernelRegistry& r);    // ops/lookup_table.cc (graph/octet_ops.h)
 void RegisterInt8DynamicMatMulOps(KernelRegistry& r);  // ops/int8_dynamic_matmul.cc (forward route)
+void RegisterNBitsOps(KernelRegistry& r);  // ops/matmul_nbits.cc (4-bit weights)
 
 // Helpers for KernelDef::accepts.
 bool OneOf(DType t, std::initializer_list<DType> allowed);

@@ -17,6 +17,7 @@
 #include "rewrite/qdq_lookup.h"
 #include "rewrite/qdq_matmul.h"
 #include "rewrite/qdq_movement.h"
+#include "rewrite/qdq_nbits.h"
 #include "rewrite/slice_merge.h"
 
 namespace octet {
@@ -45,6 +46,7 @@ QdqReport RunQdqPasses(Graph& graph, const NodeEvaluator& evaluate) {
   // ORT's S8-to-U8 choice is made on the graph as written, before any pass edits it.
   const std::vector<bool> ort_uint8_values = FindOrtUint8Values(graph);
   QdqReport report = FuseQdqMatMul(graph);
+  FuseBlockedDqMatMul(graph, report);
   FuseQdqConv(graph, report);
   AbsorbQdqActivations(graph, report);
   ElideQdqAroundMovement(graph, report);

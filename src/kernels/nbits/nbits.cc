@@ -1,0 +1,250 @@
+#include "kernels/nbits/nbits.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "kernels/nbits/nbits_kernels.h"
+
+namespace octet {
+
+namespace nbits {
+
+namespace {
+
+// The statement the vector paths are tested against: plain loops in the
+// contract's order.
+void FloatPanelScalar(const PackedNBits& w, int64_t panel, int rows, const float* a, int64_t lda,
+                      float* acc) {
+  const uint8_t* data = w.data.data() + panel * w.k_pairs * kNBitsPanel;
+  const float* scale = w.scales.data() + panel * w.k_blocks * kNBitsPanel;
+  const float* zero = w.zero_points.data() + panel * w.k_blocks * kNBitsPanel;
+  std::fill(acc, acc + rows * kNBitsPanel, 0.f);
+  for (int64_t k = 0; k < w.K; ++k) {
+    const int64_t b = k / w.block_size;
+    const int shift = (k & 1) * 4;
+    for (int j = 0; j < kNBitsPanel; ++j) {
+      const int q = (data[(k / 2) * kNBitsPanel + j] >> shift) & 15;
+      const float wv = (static_cast<float>(q) - zero[b * kNBitsPanel + j]) *
+                       scale[b * kNBitsPanel + j];
+      for (int r = 0; r < rows; ++r)
+        acc[r * kNBitsPanel + j] = std::fma(a[r * lda + k], wv, acc[r * kNBitsPanel + j]);
+    }
+  }
+}
+
+void Int8PanelScalar(const PackedNBits& w, int64_t panel, int rows, const QuantizedRows& a,
+                     float* acc) {
+  const uint8_t* data = w.data.data() + panel * w.k_pairs * kNBitsPanel;
+  const float* scale = w.scales.data() + panel * w.k_blocks * kNBitsPanel;
+  const int32_t* zero = w.int_zero_points.data() + panel * w.k_blocks * kNBitsPanel;
+  std::fill(acc, acc + rows * kNBitsPanel, 0.f);
+  const int64_t block_pairs = w.block_size / 2;
+  for (int64_t b = 0; b < w.k_blocks; ++b) {
+    const int64_t p1 = std::min(w.k_pairs, (b + 1) * block_pairs);
+    for (int r = 0; r < rows; ++r) {
+      for (int j = 0; j < kNBitsPanel; ++j) {
+        int32_t dot = 0;
+        for (int64_t p = b * block_pairs; p < p1; ++p) {
+          const int32_t pair = a.pairs[r * w.k_pairs + p];
+          const uint8_t byte = data[p * kNBitsPanel + j];
+          dot += static_cast<int16_t>(pair & 0xFFFF) * (byte & 15) +
+                 static_cast<int16_t>(pair >> 16) * (byte >> 4);
+        }
+        dot -= zero[b * kNBitsPanel + j] * a.sums[r * w.k_blocks + b];
+        const float s = a.scales[r * w.k_blocks + b] * scale[b * kNBitsPanel + j];
+        acc[r * kNBitsPanel + j] = std::fma(static_cast<float>(dot), s, acc[r * kNBitsPanel + j]);
+      }
+    }
+  }
+}
+
+// Below this many multiply-adds the pool's hand-off costs more than it saves.
+constexpr int64_t kParallelMinMacs = int64_t{1} << 18;
+
+const PanelKernels& KernelsFor(Isa isa) {
+#if defined(__x86_64__) || defined(_M_X64)
+  // The AVX-512 CPUs run the AVX2 panels: the product is bound by the weights' bytes.
+  return *PickKernel(isa, "4-bit matmul", &kScalarPanels, &kAvx2Panels, &kAvx2Panels);
+#else
+  return *PickKernel(isa, "4-bit matmul", &kScalarPanels, &kScalarPanels, &kScalarPanels);
+#endif
+}
+
+}  // namespace
+
+constinit const PanelKernels kScalarPanels = {FloatPanelScalar, Int8PanelScalar};
+
+}  // namespace nbits
+
+namespace {
+
+// ONNX Runtime's (MLAS) quantization of one value of an A block.
+int32_t QuantizeActivation(float a, float inverse_scale) {
+  const float v = a * inverse_scale;
+  if (!(v >= -127.f && v <= 127.f)) return v > 0 ? 127 : (v < 0 ? -127 : 0);
+  return static_cast<int32_t>(std::nearbyint(v));
+}
+
+struct QuantizedA {
+  std::vector<int32_t> pairs, sums;
+  std::vector<float> scales;
+};
+
+QuantizedA QuantizeRows(const float* a, int64_t M, int64_t lda, int64_t K, int64_t block_size,
+                        int64_t k_blocks, int64_t k_pairs) {
+  QuantizedA q;
+  q.pairs.assign(M * k_pairs, 0);
+  q.sums.assign(M * k_blocks, 0);
+  q.scales.assign(M * k_blocks, 0.f);
+  std::vector<int32_t> row(k_pairs * 2, 0);
+  for (int64_t m = 0; m < M; ++m) {
+    const float* am = a + m * lda;
+    for (int64_t b = 0; b < k_blocks; ++b) {
+      const int64_t k0 = b * block_size, k1 = std::min(K, k0 + block_size);
+      float amax = 0.f;
+      for (int64_t k = k0; k < k1; ++k) amax = std::max(amax, std::fabs(am[k]));
+      const float inverse = amax != 0.f ? 127.f / amax : 0.f;
+      int32_t sum = 0;
+      for (int64_t k = k0; k < k1; ++k) sum += row[k] = QuantizeActivation(am[k], inverse);
+      q.sums[m * k_blocks + b] = sum;
+      q.scales[m * k_blocks + b] = amax / 127.f;
+    }
+    for (int64_t p = 0; p < k_pairs; ++p)
+      q.pairs[m * k_pairs + p] = static_cast<int32_t>(
+          static_cast<uint32_t>(static_cast<uint16_t>(row[2 * p])) |
+          static_cast<uint32_t>(static_cast<uint16_t>(row[2 * p + 1])) << 16);
+  }
+  return q;
+}
+
+void CheckShape(int64_t K, int64_t N, int64_t block_size) {
+  OCTET_CHECK(K >= 0 && N >= 0, "4-bit matmul: K ", K, " and N ", N, " must not be negative");
+  OCTET_CHECK(block_size >= 16 && (block_size & (block_size - 1)) == 0 && block_size <= (1 << 20),
+              "4-bit matmul: block_size ", block_size,
+              " must be a power of two from 16 to 2^20");
+}
+
+}  // namespace
+
+PackedNBits PackNBits(const uint8_t* q, const float* scales, const float* zero_points, int64_t K,
+                      int64_t N, int64_t block_size, NBitsArithmetic arithmetic) {
+  CheckShape(K, N, block_size);
+  PackedNBits w;
+  w.K = K;
+  w.N = N;
+  w.block_size = block_size;
+  w.k_blocks = (K + block_size - 1) / block_size;
+  w.panels = (N + kNBitsPanel - 1) / kNBitsPanel;
+  w.k_pairs = (K + 1) / 2;
+  w.arithmetic = arithmetic;
+  w.data.assign(w.panels * w.k_pairs * kNBitsPanel, 0);
+  const int64_t params = w.panels * w.k_blocks * kNBitsPanel;
+  w.scales.assign(params, 0.f);
+  std::vector<float> zero(params, 8.f);
+  for (int64_t n = 0; n < N; ++n) {
+    const int64_t panel = n / kNBitsPanel, j = n % kNBitsPanel;
+    uint8_t* out = w.data.data() + panel * w.k_pairs * kNBitsPanel + j;
+    for (int64_t k = 0; k < K; ++k) {
+      const uint8_t v = q[n * K + k];
+      OCTET_CHECK(v < 16, "4-bit matmul: weight value ", int{v}, " is not a 4-bit value");
+      out[(k / 2) * kNBitsPanel] |= static_cast<uint8_t>(v << ((k & 1) * 4));
+    }
+    for (int64_t b = 0; b < w.k_blocks; ++b) {
+      const int64_t at = (panel * w.k_blocks + b) * kNBitsPanel + j;
+      w.scales[at] = scales[n * w.k_blocks + b];
+      if (zero_points) zero[at] = zero_points[n * w.k_blocks + b];
+    }
+  }
+  if (arithmetic == NBitsArithmetic::kFloat) {
+    w.zero_points = std::move(zero);
+    return w;
+  }
+  w.int_zero_points.resize(params);
+  for (int64_t i = 0; i < params; ++i) {
+    OCTET_CHECK(zero[i] == std::floor(zero[i]) && zero[i] >= 0.f && zero[i] <= 15.f,
+                "4-bit matmul: the int8 arithmetic needs zero points that are integers in "
+                "[0, 15], got ",
+                zero[i]);
+    w.int_zero_points[i] = static_cast<int32_t>(zero[i]);
+  }
+  return w;
+}
+
+void NBitsMatMul(const PackedNBits& w, int64_t M, const float* a, int64_t lda, const float* bias,
+                 float* y, int64_t ldy, ThreadPool* pool, Isa isa) {
+  OCTET_CHECK(M >= 0 && lda >= w.K && ldy >= w.N, "4-bit matmul: M ", M, ", lda ", lda, ", ldy ",
+              ldy, " invalid for K ", w.K, ", N ", w.N);
+  if (M == 0 || w.N == 0) return;
+  const nbits::PanelKernels& kernels = nbits::KernelsFor(isa);
+  const bool int8 = w.arithmetic == NBitsArithmetic::kInt8;
+  const QuantizedA qa =
+      int8 ? QuantizeRows(a, M, lda, w.K, w.block_size, w.k_blocks, w.k_pairs) : QuantizedA{};
+  auto run = [&](int64_t p0, int64_t p1) {
+    float acc[nbits::kNBitsRows * kNBitsPanel];
+    for (int64_t p = p0; p < p1; ++p) {
+      const int64_t n0 = p * kNBitsPanel;
+      const int64_t cols = std::min<int64_t>(kNBitsPanel, w.N - n0);
+      for (int64_t r0 = 0; r0 < M; r0 += nbits::kNBitsRows) {
+        const int rows = static_cast<int>(std::min<int64_t>(nbits::kNBitsRows, M - r0));
+        if (int8) {
+          const nbits::QuantizedRows rows_q{qa.pairs.data() + r0 * w.k_pairs,
+                                            qa.sums.data() + r0 * w.k_blocks,
+                                            qa.scales.data() + r0 * w.k_blocks};
+          kernels.int8_panel(w, p, rows, rows_q, acc);
+        } else {
+          kernels.float_panel(w, p, rows, a + r0 * lda, lda, acc);
+        }
+        for (int r = 0; r < rows; ++r) {
+          float* out = y + (r0 + r) * ldy + n0;
+          for (int64_t j = 0; j < cols; ++j)
+            out[j] = bias ? acc[r * kNBitsPanel + j] + bias[n0 + j] : acc[r * kNBitsPanel + j];
+        }
+      }
+    }
+  };
+  if (pool != nullptr && M * w.K * w.N >= nbits::kParallelMinMacs)
+    ParallelFor(pool, w.panels, run);
+  else
+    run(0, w.panels);
+}
+
+void NBitsMatMulReference(const uint8_t* q, const float* scales, const float* zero_points,
+                          int64_t K, int64_t N, int64_t block_size, NBitsArithmetic arithmetic,
+                          int64_t M, const float* a, const float* bias, float* y) {
+  CheckShape(K, N, block_size);
+  const int64_t k_blocks = (K + block_size - 1) / block_size;
+  auto zero = [&](int64_t n, int64_t b) {
+    return zero_points ? zero_points[n * k_blocks + b] : 8.f;
+  };
+  for (int64_t m = 0; m < M; ++m) {
+    const float* am = a + m * K;
+    for (int64_t n = 0; n < N; ++n) {
+      float c = 0.f;
+      if (arithmetic == NBitsArithmetic::kFloat) {
+        for (int64_t k = 0; k < K; ++k) {
+          const int64_t b = k / block_size;
+          const float wv =
+              (static_cast<float>(q[n * K + k]) - zero(n, b)) * scales[n * k_blocks + b];
+          c = std::fma(am[k], wv, c);
+        }
+      } else {
+        for (int64_t b = 0; b < k_blocks; ++b) {
+          const int64_t k0 = b * block_size, k1 = std::min(K, k0 + block_size);
+          float amax = 0.f;
+          for (int64_t k = k0; k < k1; ++k) amax = std::max(amax, std::fabs(am[k]));
+          const float inverse = amax != 0.f ? 127.f / amax : 0.f;
+          int64_t dot = 0;
+          for (int64_t k = k0; k < k1; ++k)
+            dot += int64_t{QuantizeActivation(am[k], inverse)} *
+                   (int64_t{q[n * K + k]} - static_cast<int64_t>(zero(n, b)));
+          c = std::fma(static_cast<float>(dot), (amax / 127.f) * scales[n * k_blocks + b], c);
+        }
+      }
+      y[m * N + n] = bias ? c + bias[n] : c;
+    }
+  }
+}
+
+}  // namespace octet

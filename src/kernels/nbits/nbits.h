@@ -1,0 +1,69 @@
+// The 4-bit weight product (ONNX Runtime's com.microsoft MatMulNBits, and the
+// folded DequantizeLinear(int4 / uint4, blocked along K) -> MatMul):
+//
+//   y[m, n] = sum_k a[m, k] * w[k, n] (+ bias[n]),   w[k, n] = (q[k, n] - zp[b, n]) * s[b, n]
+//
+// for blocks b = k / block_size along K. Two arithmetics, fixed at packing:
+//
+// - kFloat (accuracy_level 1): every y[m, n] is the fma chain over k = 0..K-1
+//   from +0 of a[m, k] and w[k, n] = (float(q) - zp) * s (float32 subtract,
+//   then multiply: DequantizeLinear's bits), then + bias[n]. These are the bits of
+//   octet's unfused DequantizeLinear -> MatMul (the Sgemm contract).
+// - kInt8 (accuracy_level 4): each row's block of A is quantized as ONNX
+//   Runtime's MLAS does (amax = max |a|, s_a = amax / 127, q_a = rint(a * (127 /
+//   amax)), 0 when amax = 0), the block's dot product sum q_a * (q - zp) is
+//   exact in int32, and the blocks are added in float in increasing b:
+//   acc = fma(float(dot_b), s_a[b] * s[b, n], acc) from +0, then + bias[n].
+//   docs/int8.md ("4-bit weights") compares this order with ONNX Runtime's.
+//
+// The weights are packed once (PackNBits) into panels of kNBitsPanel columns;
+// threads split the panels only, so every path and thread count gives the same
+// bytes (the tests check both against NBitsMatMulReference).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/isa.h"
+
+namespace octet {
+
+class ThreadPool;
+
+enum class NBitsArithmetic { kFloat, kInt8 };
+
+inline constexpr int kNBitsPanel = 16;
+
+// 4-bit weights of a K x N product, laid out for the panel kernels.
+struct PackedNBits {
+  int64_t K = 0, N = 0, block_size = 0, k_blocks = 0;
+  int64_t panels = 0, k_pairs = 0;  // ceil(N / kNBitsPanel), ceil(K / 2)
+  NBitsArithmetic arithmetic = NBitsArithmetic::kFloat;
+  // panels x k_pairs x 16 bytes: byte j holds column j's q[2p] (low nibble) and
+  // q[2p + 1] (high nibble); padding (odd K, columns past N) is 0.
+  std::vector<uint8_t> data;
+  // panels x k_blocks x 16: the scale and zero point of each block and column.
+  std::vector<float> scales;
+  std::vector<float> zero_points;      // kFloat
+  std::vector<int32_t> int_zero_points;  // kInt8 (integer zero points only)
+};
+
+// q: N rows of K values in [0, 15] (row n is column n of the product);
+// scales, zero_points: N rows of k_blocks = ceil(K / block_size) values;
+// zero_points null means 8. kInt8 needs integral zero points. block_size is a
+// power of two >= 16. Throws octet::Error on bad sizes.
+PackedNBits PackNBits(const uint8_t* q, const float* scales, const float* zero_points, int64_t K,
+                      int64_t N, int64_t block_size, NBitsArithmetic arithmetic);
+
+// y (M x N, leading dimension ldy) = a (M x K, leading dimension lda) times the
+// packed weights, + bias (N values, or null). pool may be null.
+void NBitsMatMul(const PackedNBits& w, int64_t M, const float* a, int64_t lda, const float* bias,
+                 float* y, int64_t ldy, ThreadPool* pool, Isa isa = ActiveIsa());
+
+// The naive statement of both arithmetics (int64 dot products for kInt8), on
+// the unpacked operands PackNBits takes; for tests.
+void NBitsMatMulReference(const uint8_t* q, const float* scales, const float* zero_points,
+                          int64_t K, int64_t N, int64_t block_size, NBitsArithmetic arithmetic,
+                          int64_t M, const float* a, const float* bias, float* y);
+
+}  // namespace octet

@@ -1,0 +1,272 @@
+// The 4-bit weight operators: com.microsoft MatMulNBits and GatherBlockQuantized
+// (opset 1), and octet.BlockedDqMatMul, the folded DequantizeLinear(int4 /
+// uint4) -> MatMul (graph/octet_ops.h). The products run on
+// kernels/nbits/nbits.h, with the weights packed once, here, at kernel creation.
+// ONNX Runtime 1.31.1's behaviour, as tests/python/test_matmul_nbits.py checks it:
+// zero points absent mean 8 (4-bit codes) for MatMulNBits and packed uint8
+// GatherBlockQuantized data, 0 for int4 / uint4 tensors; accuracy_level 4 with
+// uint8 zero points (or none) is the int8 arithmetic, every other level and
+// float zero points the float one (ORT computes float zero points in float at
+// level 4 too).
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "graph/octet_ops.h"
+#include "kernels/nbits/nbits.h"
+#include "ops/registry.h"
+
+namespace octet {
+
+namespace {
+
+DType InputOr(const std::vector<DType>& t, size_t i) {
+  return i < t.size() ? t[i] : DType::kUndefined;
+}
+
+bool Omitted(DType t) { return t == DType::kUndefined; }
+
+const Tensor& ConstantInput(const KernelInit& init, size_t i, const char* name) {
+  const Tensor* t = i < init.constant_inputs.size() ? init.constant_inputs[i] : nullptr;
+  OCTET_CHECK(t != nullptr, init.node.Describe(), ": ", name,
+              " must be a constant initializer (it is packed once, at session creation)");
+  return *t;
+}
+
+// The 4-bit code of element i of a tensor octet holds unpacked (int4 as code + 8,
+// so q - zp is unchanged when both move).
+uint8_t Code(const Tensor& t, int64_t i) {
+  const uint8_t byte = static_cast<const uint8_t*>(t.raw())[i];
+  return t.dtype() == DType::kInt4 ? static_cast<uint8_t>(static_cast<int8_t>(byte) + 8) : byte;
+}
+
+uint8_t Nibble(const uint8_t* packed, int64_t i) { return (packed[i / 2] >> ((i & 1) * 4)) & 15; }
+
+// A = [..., K] -> y = [..., N], through the packed weights.
+void RunProduct(KernelContext& ctx, const PackedNBits& w, const Tensor& a, const float* bias) {
+  const Node& node = ctx.node();
+  OCTET_CHECK(a.dtype() == DType::kFloat32 && a.rank() >= 1 && a.shape().back() == w.K,
+              node.Describe(), ": A has shape ", ShapeToString(a.shape()),
+              "; its last dimension must be K = ", w.K);
+  Shape out = a.shape();
+  out.back() = w.N;
+  Tensor& y = ctx.AllocateUninitializedOutput(0, DType::kFloat32, out);
+  const int64_t M = w.K == 0 ? NumElements(out) / std::max<int64_t>(w.N, 1) : a.numel() / w.K;
+  if (w.K == 0) {  // an empty sum: the bias alone
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < w.N; ++n) y.data<float>()[m * w.N + n] = bias ? 0.f + bias[n] : 0.f;
+    return;
+  }
+  NBitsMatMul(w, M, a.data<float>(), w.K, bias, y.data<float>(), w.N, ctx.pool());
+}
+
+// Inputs: A, B, scales, zero_points?, g_idx?, bias?
+class MatMulNBitsKernel : public OpKernel {
+ public:
+  explicit MatMulNBitsKernel(const KernelInit& init) {
+    const Node& node = init.node;
+    const int64_t K = node.GetInt("K", -1), N = node.GetInt("N", -1);
+    const int64_t bits = node.GetInt("bits", 4), bs = node.GetInt("block_size", -1);
+    OCTET_CHECK(bits == 4, node.Describe(), ": bits ", bits,
+                " is not supported (octet runs 4-bit MatMulNBits only)");
+    OCTET_CHECK(K >= 1 && N >= 0, node.Describe(), ": attributes K ", K, " and N ", N,
+                " must be set (K >= 1)");
+    OCTET_CHECK(bs >= 16 && (bs & (bs - 1)) == 0, node.Describe(), ": block_size ", bs,
+                " must be a power of two >= 16");
+    OCTET_CHECK(Omitted(InputOr(init.input_types, 4)), node.Describe(),
+                ": g_idx (act-order) is not supported");
+    const int64_t k_blocks = (K + bs - 1) / bs, blob = bs / 2;
+    const Tensor& b = ConstantInput(init, 1, "B");
+    OCTET_CHECK(b.shape() == (Shape{N, k_blocks, blob}), node.Describe(), ": B has shape ",
+                ShapeToString(b.shape()), "; expected [N, k_blocks, blob_size] = [", N, ", ",
+                k_blocks, ", ", blob, "]");
+    const Tensor& scales = ConstantInput(init, 2, "scales");
+    OCTET_CHECK(scales.dtype() == DType::kFloat32 && scales.numel() == N * k_blocks,
+                node.Describe(), ": scales has ", scales.numel(),
+                " values; expected N * k_blocks = ", N * k_blocks);
+    std::vector<uint8_t> q(N * K);
+    const uint8_t* packed = b.data<uint8_t>();
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t k = 0; k < K; ++k) q[n * K + k] = Nibble(packed + n * k_blocks * blob, k);
+    std::vector<float> zero;
+    bool float_zero = false;
+    if (!Omitted(InputOr(init.input_types, 3))) {
+      const Tensor& z = ConstantInput(init, 3, "zero_points");
+      zero.resize(N * k_blocks);
+      float_zero = z.dtype() == DType::kFloat32;
+      if (float_zero) {
+        OCTET_CHECK(z.numel() == N * k_blocks, node.Describe(), ": float zero_points has ",
+                    z.numel(), " values; expected N * k_blocks = ", N * k_blocks);
+        std::memcpy(zero.data(), z.data<float>(), zero.size() * sizeof(float));
+      } else {
+        const int64_t row = (k_blocks + 1) / 2;
+        OCTET_CHECK(z.numel() == N * row, node.Describe(), ": uint8 zero_points has ", z.numel(),
+                    " bytes; expected N * ceil(k_blocks / 2) = ", N * row);
+        for (int64_t n = 0; n < N; ++n)
+          for (int64_t blk = 0; blk < k_blocks; ++blk)
+            zero[n * k_blocks + blk] = Nibble(z.data<uint8_t>() + n * row, blk);
+      }
+    }
+    const bool int8 = node.GetInt("accuracy_level", 0) == 4 && !float_zero;
+    w_ = PackNBits(q.data(), scales.data<float>(), zero.empty() ? nullptr : zero.data(), K, N, bs,
+                   int8 ? NBitsArithmetic::kInt8 : NBitsArithmetic::kFloat);
+  }
+
+  void Run(KernelContext& ctx) override {
+    const float* bias = nullptr;
+    if (ctx.has_input(5)) {
+      const Tensor& b = ctx.input(5);
+      OCTET_CHECK(b.dtype() == DType::kFloat32 && b.numel() == w_.N, ctx.node().Describe(),
+                  ": bias has shape ", ShapeToString(b.shape()), "; expected [N] = [", w_.N, "]");
+      bias = b.data<float>();
+    }
+    RunProduct(ctx, w_, ctx.input(0), bias);
+  }
+
+ private:
+  PackedNBits w_;
+};
+
+// octet.BlockedDqMatMul(x, w, scale, zero_point?) (graph/octet_ops.h).
+class BlockedDqMatMulKernel : public OpKernel {
+ public:
+  explicit BlockedDqMatMulKernel(const KernelInit& init) {
+    const Node& node = init.node;
+    const Tensor& w = ConstantInput(init, kBlockedDqW, "w");
+    const Tensor& scale = ConstantInput(init, kBlockedDqScale, "scale");
+    const int64_t bs = node.GetInt("block_size", 0);
+    OCTET_CHECK(w.rank() == 2, node.Describe(), ": w must be 2-D");
+    const int64_t K = w.dim(0), N = w.dim(1), k_blocks = bs > 0 ? (K + bs - 1) / bs : 0;
+    OCTET_CHECK(scale.dtype() == DType::kFloat32 && scale.shape() == (Shape{k_blocks, N}),
+                node.Describe(), ": scale has shape ", ShapeToString(scale.shape()),
+                "; expected [", k_blocks, ", ", N, "]");
+    const Tensor* zero = nullptr;
+    if (InputOr(init.input_types, kBlockedDqZero) != DType::kUndefined)
+      zero = &ConstantInput(init, kBlockedDqZero, "zero_point");
+    // The kernel's operands are column-major (N rows of K).
+    std::vector<uint8_t> q(N * K);
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t n = 0; n < N; ++n) q[n * K + k] = Code(w, k * N + n);
+    std::vector<float> s(N * k_blocks), z(N * k_blocks);
+    const float absent = w.dtype() == DType::kInt4 ? 8.f : 0.f;  // DequantizeLinear's 0
+    for (int64_t b = 0; b < k_blocks; ++b) {
+      for (int64_t n = 0; n < N; ++n) {
+        s[n * k_blocks + b] = scale.data<float>()[b * N + n];
+        z[n * k_blocks + b] = zero ? static_cast<float>(Code(*zero, b * N + n)) : absent;
+      }
+    }
+    w_ = PackNBits(q.data(), s.data(), z.data(), K, N, bs, NBitsArithmetic::kFloat);
+  }
+
+  void Run(KernelContext& ctx) override { RunProduct(ctx, w_, ctx.input(kBlockedDqX), nullptr); }
+
+ private:
+  PackedNBits w_;
+};
+
+// Inputs: data, indices, scales, zero_points?; gather_axis 0, quantize_axis the last.
+class GatherBlockQuantizedKernel : public OpKernel {
+ public:
+  explicit GatherBlockQuantizedKernel(const KernelInit& init) {
+    const Node& node = init.node;
+    OCTET_CHECK(node.GetInt("bits", 4) == 4, node.Describe(), ": bits ", node.GetInt("bits", 4),
+                " is not supported (4 only)");
+    block_size_ = node.GetInt("block_size", 128);
+    OCTET_CHECK(block_size_ >= 16 && (block_size_ & (block_size_ - 1)) == 0, node.Describe(),
+                ": block_size ", block_size_, " must be a power of two >= 16");
+  }
+
+  void Run(KernelContext& ctx) override {
+    const Node& node = ctx.node();
+    const Tensor& data = ctx.input(0);
+    const Tensor& indices = ctx.input(1);
+    const Tensor& scales = ctx.input(2);
+    const int64_t rank = data.rank();
+    OCTET_CHECK(rank >= 2, node.Describe(), ": data must have rank >= 2");
+    OCTET_CHECK(node.Axis(node.GetInt("gather_axis", 0), rank) == 0 &&
+                    node.Axis(node.GetInt("quantize_axis", 1), rank) == rank - 1,
+                node.Describe(), ": only gather_axis 0 and quantize_axis the last axis are "
+                "supported");
+    const bool packed = data.dtype() == DType::kUInt8;
+    const int64_t rows = data.dim(0);
+    const int64_t row_len = data.numel() / std::max<int64_t>(rows, 1) * (packed ? 2 : 1);
+    const int64_t last = data.shape().back() * (packed ? 2 : 1);
+    const int64_t blocks_last = (last + block_size_ - 1) / block_size_;
+    const int64_t row_blocks = row_len / last * blocks_last;
+    OCTET_CHECK(scales.dtype() == DType::kFloat32 && scales.numel() == rows * row_blocks,
+                node.Describe(), ": scales has ", scales.numel(), " values; expected ",
+                rows * row_blocks);
+    const Tensor* zero = ctx.has_input(3) ? &ctx.input(3) : nullptr;
+    if (zero)
+      OCTET_CHECK(zero->dtype() == data.dtype() &&
+                      zero->numel() * (packed ? 2 : 1) >= rows * row_blocks,
+                  node.Describe(), ": zero_points must have data's type and one value per block");
+    Shape out = indices.shape();
+    for (int64_t d = 1; d < rank; ++d) out.push_back(data.dim(d));
+    out.back() = last;
+    Tensor& y = ctx.AllocateUninitializedOutput(0, DType::kFloat32, out);
+    const float absent = packed ? 8.f : 0.f;
+    const uint8_t* bytes = static_cast<const uint8_t*>(data.raw());
+    for (int64_t i = 0; i < indices.numel(); ++i) {
+      int64_t r = indices.dtype() == DType::kInt64 ? indices.data<int64_t>()[i]
+                                                   : indices.data<int32_t>()[i];
+      OCTET_CHECK(r >= -rows && r < rows, node.Describe(), ": index ", r,
+                  " is out of range for ", rows, " rows");
+      if (r < 0) r += rows;
+      float* dst = y.data<float>() + i * row_len;
+      for (int64_t e = 0; e < row_len; ++e) {
+        const int64_t at = r * row_len + e;
+        const int64_t blk = r * row_blocks + (e / last) * blocks_last + (e % last) / block_size_;
+        const int code = packed ? Nibble(bytes, at) : Code(data, at);
+        const int zp = zero ? (packed ? Nibble(zero->data<uint8_t>(), blk) : Code(*zero, blk))
+                            : static_cast<int>(absent);
+        dst[e] = static_cast<float>(code - zp) * scales.data<float>()[blk];
+      }
+    }
+  }
+
+ private:
+  int64_t block_size_ = 128;
+};
+
+bool AcceptsMatMulNBits(const Node&, const std::vector<DType>& t) {
+  const DType zp = InputOr(t, 3);
+  return t.size() >= 3 && t.size() <= 6 && t[0] == DType::kFloat32 && t[1] == DType::kUInt8 &&
+         t[2] == DType::kFloat32 &&
+         OneOf(zp, {DType::kUndefined, DType::kUInt8, DType::kFloat32}) &&
+         OneOf(InputOr(t, 4), {DType::kUndefined, DType::kInt32}) &&
+         OneOf(InputOr(t, 5), {DType::kUndefined, DType::kFloat32});
+}
+
+bool AcceptsBlockedDqMatMul(const Node&, const std::vector<DType>& t) {
+  return t.size() >= 3 && t[kBlockedDqX] == DType::kFloat32 &&
+         OneOf(t[kBlockedDqW], {DType::kInt4, DType::kUInt4}) &&
+         t[kBlockedDqScale] == DType::kFloat32 &&
+         (Omitted(InputOr(t, kBlockedDqZero)) || InputOr(t, kBlockedDqZero) == t[kBlockedDqW]);
+}
+
+bool AcceptsGatherBlockQuantized(const Node&, const std::vector<DType>& t) {
+  return t.size() >= 3 && t.size() <= 4 &&
+         OneOf(t[0], {DType::kUInt8, DType::kInt4, DType::kUInt4}) &&
+         OneOf(t[1], {DType::kInt32, DType::kInt64}) && t[2] == DType::kFloat32 &&
+         (Omitted(InputOr(t, 3)) || InputOr(t, 3) == t[0]);
+}
+
+std::vector<DType> FloatOutput(const Node&, const std::vector<DType>&) { return {DType::kFloat32}; }
+
+}  // namespace
+
+void RegisterNBitsOps(KernelRegistry& r) {
+  r.Register({kMsDomain, "MatMulNBits", 1, 1 << 30, AcceptsMatMulNBits, FloatOutput,
+              [](const KernelInit& init) { return std::make_unique<MatMulNBitsKernel>(init); }});
+  r.Register({kMsDomain, "GatherBlockQuantized", 1, 1 << 30, AcceptsGatherBlockQuantized,
+              FloatOutput, [](const KernelInit& init) {
+                return std::make_unique<GatherBlockQuantizedKernel>(init);
+              }});
+  r.Register({kOctetDomain, kBlockedDqMatMulOp, 1, 1 << 30, AcceptsBlockedDqMatMul, FloatOutput,
+              [](const KernelInit& init) {
+                return std::make_unique<BlockedDqMatMulKernel>(init);
+              }});
+}
+
+}  // namespace octet

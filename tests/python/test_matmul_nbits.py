@@ -1,0 +1,239 @@
+"""4-bit weights against ONNX Runtime 1.31.1: com.microsoft MatMulNBits at accuracy
+levels 1 (float) and 4 (int8 activations), the folded DequantizeLinear(int4 / uint4,
+blocked along K) -> MatMul, and com.microsoft GatherBlockQuantized. Models are built
+here with onnx.helper (docs/int8.md, "4-bit weights")."""
+
+import ml_dtypes
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto as TP
+from onnx import helper, numpy_helper
+
+import octet
+
+OPSETS = [helper.make_opsetid("", 21), helper.make_opsetid("com.microsoft", 1)]
+
+
+def _model(nodes, inputs, inits, out="Y"):
+    graph = helper.make_graph(nodes, "g", inputs, [helper.make_tensor_value_info(out, TP.FLOAT, None)],
+                              inits)
+    return helper.make_model(graph, opset_imports=OPSETS, ir_version=10).SerializeToString()
+
+
+def _ort(model, feeds):
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    return ort.InferenceSession(model, so, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+
+
+def _octet(model, feeds, threads=1):
+    return octet.InferenceSession(model, threads=threads).run(None, feeds)[0]
+
+
+def _weights(rng, K, N, bs, zero):
+    """Codes q [N, K] in 0..15, scales [N, kb], zero points [N, kb] (or None)."""
+    kb = (K + bs - 1) // bs
+    q = rng.integers(0, 16, (N, K)).astype(np.uint8)
+    scales = rng.uniform(0.005, 0.05, (N, kb)).astype(np.float32)
+    if zero == "absent":
+        z = None
+    elif zero == "random":
+        z = rng.integers(0, 16, (N, kb)).astype(np.uint8)
+    else:
+        z = np.full((N, kb), zero, np.uint8)
+    return q, scales, z
+
+
+def _nbits_model(q, scales, z, K, N, bs, level, bias=None, float_zero=False):
+    kb = scales.shape[1]
+    padded = np.zeros((N, kb * bs), np.uint8)
+    padded[:, :K] = q
+    b = (padded[:, 0::2] | (padded[:, 1::2] << 4)).reshape(N, kb, bs // 2)
+    inits = [numpy_helper.from_array(b, "B"), numpy_helper.from_array(scales.reshape(-1), "S")]
+    names = ["A", "B", "S"]
+    if z is not None and float_zero:
+        inits.append(numpy_helper.from_array(z.astype(np.float32).reshape(-1), "Z"))
+        names.append("Z")
+    elif z is not None:
+        zp = np.zeros((N, (kb + 1) // 2 * 2), np.uint8)
+        zp[:, :kb] = z
+        inits.append(numpy_helper.from_array((zp[:, 0::2] | (zp[:, 1::2] << 4)).astype(np.uint8), "Z"))
+        names.append("Z")
+    if bias is not None:
+        names += [""] * (5 - len(names)) + ["bias"]
+        inits.append(numpy_helper.from_array(bias, "bias"))
+    node = helper.make_node("MatMulNBits", names, ["Y"], domain="com.microsoft", K=K, N=N, bits=4,
+                            block_size=bs, accuracy_level=level)
+    return _model([node], [helper.make_tensor_value_info("A", TP.FLOAT, None)], inits)
+
+
+def _dq_matmul_model(q, scales, z, K, N, bs, signed=False):
+    """DequantizeLinear(W [K, N] uint4 / int4, axis 0, block_size) -> MatMul: the same weights."""
+    if signed:
+        w = numpy_helper.from_array((q.T.astype(np.int8) - 8).astype(ml_dtypes.int4), "W")
+        zt = None if z is None else numpy_helper.from_array(
+            (z.T.astype(np.int8) - 8).astype(ml_dtypes.int4), "Z")
+    else:
+        w = numpy_helper.from_array(q.T.copy().astype(ml_dtypes.uint4), "W")
+        zt = None if z is None else numpy_helper.from_array(z.T.copy().astype(ml_dtypes.uint4), "Z")
+    inits = [w, numpy_helper.from_array(scales.T.copy(), "S")] + ([zt] if zt is not None else [])
+    dq = helper.make_node("DequantizeLinear", ["W", "S"] + (["Z"] if zt is not None else []), ["Wf"],
+                          axis=0, block_size=bs)
+    mm = helper.make_node("MatMul", ["A", "Wf"], ["Y"], name="mm")
+    return _model([dq, mm], [helper.make_tensor_value_info("A", TP.FLOAT, None)], inits)
+
+
+def _dequantized(q, scales, z, bs):
+    """The float weights [K, N] as DequantizeLinear computes them (the 8 default of MatMulNBits)."""
+    K = q.shape[1]
+    zero = np.full(scales.shape, 8, np.float32) if z is None else z.astype(np.float32)
+    w = (q.astype(np.float32) - np.repeat(zero, bs, 1)[:, :K]) * np.repeat(scales, bs, 1)[:, :K]
+    return w.T
+
+
+SHAPES = [(1, 64, 16, 32), (2, 100, 33, 32), (5, 256, 17, 128), (33, 96, 40, 16), (3, 16, 5, 16)]
+ZEROS = ["absent", "random", 0, 15]
+
+
+@pytest.mark.parametrize("M,K,N,bs", SHAPES)
+@pytest.mark.parametrize("zero", ZEROS)
+def test_level1_equals_octets_unfused_dequantize_matmul(M, K, N, bs, zero, monkeypatch):
+    rng = np.random.default_rng(M * K + N)
+    q, scales, z = _weights(rng, K, N, bs, zero)
+    a = rng.standard_normal((M, K)).astype(np.float32)
+    y = _octet(_nbits_model(q, scales, z, K, N, bs, 1), {"A": a})
+    # The same weights written as DQ(uint4) -> MatMul, run node by node: the default zero
+    # point of MatMulNBits (8) spelled out.
+    z8 = np.full(scales.shape, 8, np.uint8) if z is None else z
+    monkeypatch.setenv("OCTET_QDQ", "0")
+    unfused = _octet(_dq_matmul_model(q, scales, z8, K, N, bs), {"A": a})
+    assert y.tobytes() == unfused.tobytes()
+    # ONNX Runtime sums in another order: the difference is the float rounding only.
+    w = _dequantized(q, scales, z, bs).astype(np.float64)
+    bound = K * 2.0 ** -23 * (np.abs(a.astype(np.float64)) @ np.abs(w))
+    y_ort = _ort(_nbits_model(q, scales, z, K, N, bs, 1), {"A": a})
+    assert np.all(np.abs(y.astype(np.float64) - y_ort) <= 2 * bound)
+
+
+def _level4_expected(a, q, scales, z, bs, bias=None):
+    """octet's documented level-4 order (docs/int8.md), emulated: MLAS's A quantization,
+    exact int dot products per block, fma across blocks in long double, rounded to float32."""
+    M, K = a.shape
+    N, kb = scales.shape
+    zero = np.full((N, kb), 8, np.int64) if z is None else z.astype(np.int64)
+    acc = np.zeros((M, N), np.float32)
+    for b in range(kb):
+        blk = a[:, b * bs:(b + 1) * bs]
+        amax = np.abs(blk).max(1)
+        inv = np.where(amax != 0, np.float32(127) / np.where(amax != 0, amax, 1), 0).astype(np.float32)
+        qa = np.rint(blk * inv[:, None]).astype(np.int64)
+        qb = q[:, b * bs:(b + 1) * bs].astype(np.int64) - zero[:, b:b + 1]
+        dot = (qa @ qb.T).astype(np.float32)
+        s = (amax / np.float32(127)).astype(np.float32)[:, None] * scales[:, b][None, :]
+        acc = (dot.astype(np.longdouble) * s.astype(np.float32) + acc).astype(np.float32)
+    return acc if bias is None else (acc + bias).astype(np.float32)
+
+
+@pytest.mark.parametrize("M,K,N,bs", SHAPES)
+@pytest.mark.parametrize("zero", ZEROS)
+def test_level4_order_and_distance_to_onnxruntime(M, K, N, bs, zero):
+    rng = np.random.default_rng(7 * M + K + N)
+    q, scales, z = _weights(rng, K, N, bs, zero)
+    a = rng.standard_normal((M, K)).astype(np.float32)
+    bias = rng.standard_normal(N).astype(np.float32) if M % 2 else None
+    model = _nbits_model(q, scales, z, K, N, bs, 4, bias)
+    y = _octet(model, {"A": a})
+    assert y.tobytes() == _level4_expected(a, q, scales, z, bs, bias).tobytes()
+    assert y.tobytes() == _octet(model, {"A": a}, threads=2).tobytes()
+    # ONNX Runtime quantizes A the same way but adds the zero point's term in float and
+    # sums the blocks per vector lane: within float rounding of the per-block terms.
+    y_ort = _ort(model, {"A": a})
+    w = np.abs(_dequantized(q, scales, z, bs)).astype(np.float64)
+    bound = 8 * K * 2.0 ** -23 * (np.abs(a.astype(np.float64)) @ w + 8 * np.abs(a) @ np.abs(
+        np.repeat(scales, bs, 1)[:, :K].T.astype(np.float64)))
+    d = np.abs(y.astype(np.float64) - y_ort)
+    assert np.all(d <= bound + 1e-30), d.max()
+    ulp = np.abs(y.view(np.int32).astype(np.int64) - y_ort.view(np.int32).astype(np.int64))
+    print(f"level 4 vs ORT M={M} K={K} N={N} bs={bs} zero={zero}: equal {np.mean(d == 0):.3f}, "
+          f"max ulp {ulp.max()}, max rel {(d / np.maximum(np.abs(y_ort), 1e-30)).max():.2e}")
+
+
+def test_float_zero_points_run_the_float_arithmetic_at_level_4():
+    rng = np.random.default_rng(5)
+    K, N, bs = 64, 9, 32
+    q, scales, z = _weights(rng, K, N, bs, "random")
+    a = rng.standard_normal((3, K)).astype(np.float32)
+    y4 = _octet(_nbits_model(q, scales, z, K, N, bs, 4, float_zero=True), {"A": a})
+    y1 = _octet(_nbits_model(q, scales, z, K, N, bs, 1), {"A": a})
+    assert y4.tobytes() == y1.tobytes()
+    # ONNX Runtime: the float zero points give level 4 its level-1 result.
+    assert np.array_equal(_ort(_nbits_model(q, scales, z, K, N, bs, 4, float_zero=True), {"A": a}),
+                          _ort(_nbits_model(q, scales, z, K, N, bs, 1), {"A": a}))
+
+
+def test_refusals():
+    rng = np.random.default_rng(1)
+    q, scales, z = _weights(rng, 32, 4, 32, "absent")
+    model = onnx.load_from_string(_nbits_model(q, scales, z, 32, 4, 32, 1))
+    model.graph.node[0].attribute[2].i = 3  # bits
+    with pytest.raises(octet.OctetError, match="bits 3 is not supported"):
+        octet.InferenceSession(model.SerializeToString())
+
+
+@pytest.mark.parametrize("signed", [False, True])
+@pytest.mark.parametrize("bs,zero", [(32, "random"), (128, "absent"), (32, 0), (128, 15)])
+def test_dequantize_matmul_fold_changes_no_bits(signed, bs, zero, monkeypatch, tmp_path):
+    rng = np.random.default_rng(bs)
+    K, N = 2 * bs + 32, 24
+    q, scales, z = _weights(rng, K, N, bs, zero)
+    model = _dq_matmul_model(q, scales, z, K, N, bs, signed)
+    path = tmp_path / "m.onnx"
+    path.write_bytes(model)
+    assert "octet.BlockedDqMatMul" in octet.inspect(str(path))
+    for M in (1, 2, 5):
+        a = rng.standard_normal((M, K)).astype(np.float32)
+        fused = _octet(model, {"A": a})
+        monkeypatch.setenv("OCTET_QDQ", "0")
+        unfused = _octet(model, {"A": a})
+        monkeypatch.delenv("OCTET_QDQ")
+        assert fused.tobytes() == unfused.tobytes()
+        y_ort = _ort(model, {"A": a})
+        zero8 = z if z is not None else np.full(scales.shape, 0 if not signed else 8, np.uint8)
+        w = np.abs(_dequantized(q, scales, zero8, bs)).astype(np.float64)
+        assert np.all(np.abs(fused - y_ort) <= 2 * K * 2.0 ** -23 * (np.abs(a) @ w))
+
+
+def _gbq_model(data, scales, zero, **attrs):
+    inits = [data, numpy_helper.from_array(scales, "S")]
+    names = ["D", "I", "S"]
+    if zero is not None:
+        inits.append(zero)
+        names.append("Z")
+    node = helper.make_node("GatherBlockQuantized", names, ["Y"], domain="com.microsoft", **attrs)
+    return _model([node], [helper.make_tensor_value_info("I", TP.INT64, None)], inits)
+
+
+@pytest.mark.parametrize("form", ["packed", "packed_zero", "int4", "int4_zero"])
+def test_gather_block_quantized_equals_onnxruntime(form):
+    rng = np.random.default_rng(11)
+    V, E, bs = 12, 64, 16
+    scales = rng.uniform(0.01, 1, (V, E // bs)).astype(np.float32)
+    zq = rng.integers(0, 16, (V, E // bs)).astype(np.uint8)
+    if form.startswith("packed"):
+        qv = rng.integers(0, 16, (V, E)).astype(np.uint8)
+        data = numpy_helper.from_array((qv[:, 0::2] | (qv[:, 1::2] << 4)).astype(np.uint8), "D")
+        zero = numpy_helper.from_array((zq[:, 0::2] | (zq[:, 1::2] << 4)).astype(np.uint8), "Z")
+    else:
+        qv = rng.integers(-8, 8, (V, E)).astype(np.int8)
+        data = numpy_helper.from_array(qv.astype(ml_dtypes.int4), "D")
+        zero = numpy_helper.from_array((zq.astype(np.int8) - 8).astype(ml_dtypes.int4), "Z")
+    model = _gbq_model(data, scales, zero if form.endswith("zero") else None, gather_axis=0,
+                       quantize_axis=1, block_size=bs, bits=4)
+    idx = np.array([[3, 0, 11], [-1, 3, 7]], np.int64)
+    y = _octet(model, {"I": idx})
+    assert y.shape == (2, 3, E)
+    assert y.tobytes() == _ort(model, {"I": idx}).tobytes()
+    with pytest.raises(octet.OctetError, match="out of range"):
+        _octet(model, {"I": np.array([V], np.int64)})

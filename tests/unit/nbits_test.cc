@@ -1,0 +1,184 @@
+// The 4-bit weight product (kernels/nbits/nbits.h): every path the CPU runs
+// against the naive reference, bit for bit, and the reference against
+// products written out independently.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "expect_error.h"
+#include "kernels/nbits/nbits.h"
+
+namespace octet {
+namespace {
+
+struct Case {
+  int64_t M, K, N, block_size;
+  std::vector<uint8_t> q;  // N x K
+  std::vector<float> scales, zero, a, bias;
+  bool has_zero = true, has_bias = false;
+  int64_t k_blocks() const { return (K + block_size - 1) / block_size; }
+};
+
+// zero_mode: -1 absent, -2 random, else every zero point that value.
+Case MakeCase(int64_t M, int64_t K, int64_t N, int64_t bs, int zero_mode, bool bias,
+              uint32_t seed) {
+  std::mt19937 rng(seed);
+  Case c{M, K, N, bs, {}, {}, {}, {}, {}};
+  std::uniform_int_distribution<int> nibble(0, 15);
+  std::uniform_real_distribution<float> unit(-1.f, 1.f);
+  c.q.resize(N * K);
+  for (auto& v : c.q) v = static_cast<uint8_t>(nibble(rng));
+  c.scales.resize(N * c.k_blocks());
+  for (auto& s : c.scales) s = std::ldexp(0.5f + std::fabs(unit(rng)), -(nibble(rng) % 6));
+  c.has_zero = zero_mode != -1;
+  if (c.has_zero) {
+    c.zero.resize(N * c.k_blocks());
+    for (auto& z : c.zero) z = static_cast<float>(zero_mode == -2 ? nibble(rng) : zero_mode);
+  }
+  c.a.resize(M * K);
+  for (auto& v : c.a) v = unit(rng) * std::ldexp(1.f, nibble(rng) % 8 - 4);
+  // Edge rows: an all-zero block, equal values, one large value.
+  if (M > 1)
+    for (int64_t k = 0; k < std::min(K, bs); ++k) c.a[K + k] = 0.f;
+  if (M > 2)
+    for (int64_t k = 0; k < K; ++k) c.a[2 * K + k] = k % 3 == 0 ? 1e6f : -0.25f;
+  c.has_bias = bias;
+  if (bias) {
+    c.bias.resize(N);
+    for (auto& b : c.bias) b = unit(rng);
+  }
+  return c;
+}
+
+std::vector<float> Reference(const Case& c, NBitsArithmetic arith) {
+  std::vector<float> y(c.M * c.N);
+  NBitsMatMulReference(c.q.data(), c.scales.data(), c.has_zero ? c.zero.data() : nullptr, c.K,
+                       c.N, c.block_size, arith, c.M, c.a.data(),
+                       c.has_bias ? c.bias.data() : nullptr, y.data());
+  return y;
+}
+
+std::vector<float> RunPacked(const Case& c, NBitsArithmetic arith, Isa isa, ThreadPool* pool) {
+  const PackedNBits w = PackNBits(c.q.data(), c.scales.data(),
+                                  c.has_zero ? c.zero.data() : nullptr, c.K, c.N, c.block_size,
+                                  arith);
+  std::vector<float> y(c.M * c.N, -7.f);
+  NBitsMatMul(w, c.M, c.a.data(), c.K, c.has_bias ? c.bias.data() : nullptr, y.data(), c.N, pool,
+              isa);
+  return y;
+}
+
+bool SameBytes(const std::vector<float>& x, const std::vector<float>& y) {
+  return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
+}
+
+class NBitsIsaTest : public ::testing::TestWithParam<Isa> {
+ protected:
+  void SetUp() override {
+    if (!IsaSupported(GetParam()))
+      GTEST_SKIP() << IsaName(GetParam()) << ": " << IsaUnsupportedReason(GetParam());
+  }
+};
+
+TEST_P(NBitsIsaTest, MatchesTheReferenceBitForBit) {
+  uint32_t seed = 1;
+  for (NBitsArithmetic arith : {NBitsArithmetic::kFloat, NBitsArithmetic::kInt8}) {
+    for (int64_t bs : {16, 32, 128}) {
+      // K = one block, several, not a multiple of the block, odd, and one k.
+      for (int64_t K : {bs, 3 * bs, bs + 5, 2 * bs - 1, int64_t{1}}) {
+        for (int64_t N : {1, 7, 16, 33}) {
+          for (int64_t M : {0, 1, 2, 3, 4, 5, 9}) {
+            for (int zero_mode : {-1, -2, 0, 15}) {
+              const Case c = MakeCase(M, K, N, bs, zero_mode, seed % 2 == 0, seed);
+              ++seed;
+              ASSERT_TRUE(SameBytes(RunPacked(c, arith, GetParam(), nullptr), Reference(c, arith)))
+                  << "arith " << static_cast<int>(arith) << " M " << M << " K " << K << " N "
+                  << N << " bs " << bs << " zero " << zero_mode;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_P(NBitsIsaTest, ThreadCountsGiveTheSameBytes) {
+  ThreadPool two(2), three(3);
+  for (NBitsArithmetic arith : {NBitsArithmetic::kFloat, NBitsArithmetic::kInt8}) {
+    const Case c = MakeCase(5, 640, 211, 32, -2, true, 99);
+    const std::vector<float> one = RunPacked(c, arith, GetParam(), nullptr);
+    EXPECT_TRUE(SameBytes(one, Reference(c, arith)));
+    EXPECT_TRUE(SameBytes(one, RunPacked(c, arith, GetParam(), &two)));
+    EXPECT_TRUE(SameBytes(one, RunPacked(c, arith, GetParam(), &three)));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, NBitsIsaTest, ::testing::ValuesIn(kAllIsas),
+                         [](const ::testing::TestParamInfo<Isa>& info) {
+                           return std::string(IsaName(info.param));
+                         });
+
+// The reference on products whose value is known: the float arithmetic within
+// the fma chain's error of the exact (double) product, and the int8 arithmetic on
+// A of integers with amax 127, which it quantizes to themselves (s_a = 1).
+TEST(NBitsReference, FloatArithmeticIsTheDequantizedProduct) {
+  const Case c = MakeCase(3, 77, 5, 32, -2, false, 7);
+  const std::vector<float> y = Reference(c, NBitsArithmetic::kFloat);
+  for (int64_t m = 0; m < c.M; ++m) {
+    for (int64_t n = 0; n < c.N; ++n) {
+      double exact = 0, magnitude = 0;
+      for (int64_t k = 0; k < c.K; ++k) {
+        const int64_t b = k / c.block_size;
+        const double w = (c.q[n * c.K + k] - c.zero[n * c.k_blocks() + b]) *
+                         double{c.scales[n * c.k_blocks() + b]};
+        exact += c.a[m * c.K + k] * w;
+        magnitude += std::fabs(c.a[m * c.K + k] * w);
+      }
+      EXPECT_NEAR(y[m * c.N + n], exact, c.K * std::ldexp(1.0, -23) * magnitude);
+    }
+  }
+}
+
+TEST(NBitsReference, Int8ArithmeticOnIntegerActivations) {
+  const int64_t K = 40, N = 3, bs = 16;
+  std::vector<float> a(K);
+  for (int64_t k = 0; k < K; ++k) a[k] = static_cast<float>((k * 37) % 255 - 127);
+  a[0] = a[16] = a[32] = 127.f;  // every block's amax
+  std::vector<uint8_t> q(N * K);
+  for (size_t i = 0; i < q.size(); ++i) q[i] = static_cast<uint8_t>((i * 7) % 16);
+  const std::vector<float> scales = {0.5f, 0.25f, 2.f, 1.f, 1.f, 1.f, 0.125f, 4.f, 0.5f};
+  const std::vector<float> zero = {8, 0, 15, 3, 3, 3, 1, 2, 9};
+  std::vector<float> y(N);
+  NBitsMatMulReference(q.data(), scales.data(), zero.data(), K, N, bs, NBitsArithmetic::kInt8, 1,
+                       a.data(), nullptr, y.data());
+  for (int64_t n = 0; n < N; ++n) {
+    double expected = 0;
+    for (int64_t k = 0; k < K; ++k)
+      expected += a[k] * (q[n * K + k] - zero[n * 3 + k / bs]) * scales[n * 3 + k / bs];
+    EXPECT_EQ(y[n], static_cast<float>(expected)) << n;  // every step exact here
+  }
+}
+
+TEST(NBits, Refusals) {
+  const std::vector<uint8_t> q(64, 1);
+  const std::vector<float> s(4, 1.f), half(4, 7.5f);
+  auto pack = [&](const uint8_t* codes, const float* zero, int64_t bs, NBitsArithmetic arith) {
+    return [=, &s] { PackNBits(codes, s.data(), zero, 32, 2, bs, arith); };
+  };
+  ExpectContains(ErrorOf(pack(q.data(), nullptr, 24, NBitsArithmetic::kFloat)),
+                 {"block_size 24 must be a power of two"});
+  ExpectContains(ErrorOf(pack(q.data(), nullptr, 8, NBitsArithmetic::kFloat)), {"block_size 8"});
+  ExpectContains(ErrorOf(pack(q.data(), half.data(), 16, NBitsArithmetic::kInt8)),
+                 {"zero points that are integers in [0, 15]"});
+  std::vector<uint8_t> bad = q;
+  bad[5] = 16;
+  ExpectContains(ErrorOf(pack(bad.data(), nullptr, 16, NBitsArithmetic::kFloat)),
+                 {"is not a 4-bit value"});
+}
+
+}  // namespace
+}  // namespace octet
