@@ -5,6 +5,10 @@ then, teacher-forced on the float model's tokens, compare at every step the next
 distribution of each quantized model, run by each engine, with the float model's: mean
 KL(float || quant) in nats and top-1 agreement.
 
+ONNX Runtime runs each 8-bit model in its exact form on this CPU (tools/ort_exact.py: where
+its u8 x s8 kernel saturates, without VNNI, the same product in u8 x u8 form); --ort-as-is
+runs the files unchanged, as a user of this CPU gets them.
+
 Models are the files tools/models/build_qwen3.py / build_smollm2.py write, in either form
 (whole sequence, or KV cache: prefill then one token per step); the tokenizer is found
 beside the float model (<name>.tokenizer.json). An engine that refuses a model (or fails
@@ -25,16 +29,24 @@ import onnx
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "models"))
 import common  # noqa: E402
+import ort_exact  # noqa: E402
 
 ENGINES = ("ort", "octet")
 
 
-def open_session(engine, path, threads):
+EIGHT_BIT = {"QuantizeLinear", "DequantizeLinear", "QLinearMatMul", "MatMulInteger"}
+
+
+def open_session(engine, path, threads, ort_as_is=False):
     if engine == "ort":
         import onnxruntime as ort
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
-        return ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+        model = path
+        if not ort_as_is and ort_exact.oracle_form() == "u8" and any(
+                n.op_type in EIGHT_BIT for n in onnx.load(path, load_external_data=False).graph.node):
+            model = ort_exact.for_ort(onnx.load(path), {})[0].SerializeToString()
+        return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
     import octet
     return octet.InferenceSession(path, threads=threads)
 
@@ -125,6 +137,8 @@ def main():
     parser.add_argument("--steps", type=int, default=16, help="greedy steps per prompt")
     parser.add_argument("--engines", default=",".join(ENGINES))
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--ort-as-is", action="store_true",
+                        help="run ONNX Runtime on the files unchanged, not in its exact form")
     parser.add_argument("--json", help="write the rows here")
     args = parser.parse_args()
     engines = [e for e in args.engines.split(",") if e]
@@ -148,13 +162,17 @@ def main():
         os.path.basename(args.float_model), len(prompts), args.steps, tok.decode(prompts[0]),
         tok.decode(cases[0][0][len(prompts[0]):])))
 
+    if "ort" in engines:
+        print("ONNX Runtime runs 8-bit models %s (%s)" % (
+            "as they are" if args.ort_as_is or ort_exact.oracle_form() == "s8" else
+            "in their exact u8 x u8 form", ort_exact.describe_host()))
     rows = []
     print("%-40s %-6s %12s %8s" % ("model", "engine", "mean KL", "top-1"))
     for path in args.models:
         for engine in engines:
             row = {"model": os.path.basename(path), "engine": engine}
             try:
-                decoder = Decoder(open_session(engine, path, args.threads), path)
+                decoder = Decoder(open_session(engine, path, args.threads, args.ort_as_is), path)
                 kls, agree = [], []
                 for tokens, prompt_len, float_logits in cases:
                     kl, same = compare(float_logits, decoder.logits(tokens[:-1], prompt_len)[

@@ -149,7 +149,15 @@ def build(layers=None, forms=decoder.FORMS, variants=("fp32",), force=False,
 
 
 GREEDY_PROMPT = "The capital of France is"
+CHAT_QUESTION = "What is the capital of France?"
 GREEDY_STEPS = 24
+
+
+def chat_prompt(tok, question):
+    """One user turn in SmolLM2's chat layout (<|im_start|> and <|im_end|> by id)."""
+    start = tok.ids["<|im_start|>"]
+    return ([start] + tok.encode("user\n" + question) + [tok.eos_id] + tok.encode("\n") +
+            [start] + tok.encode("assistant\n"))
 
 
 def main():
@@ -173,9 +181,11 @@ def main():
         sequences = [tok.encode(p) for p in decoder.read_prompts()[:4]]
         decoder.verify(cfg, weights(args.layers), paths["plain", "fp32"],
                        paths["cached", "fp32"], sequences)
-        ids = decoder.greedy(cfg, decoder.ort_session(paths["cached", "fp32"]),
-                             tok.encode(GREEDY_PROMPT), GREEDY_STEPS, tok.eos_id)
-        print("greedy, %d tokens: %r + %r" % (GREEDY_STEPS, GREEDY_PROMPT, tok.decode(ids)))
+        session = decoder.ort_session(paths["cached", "fp32"])
+        for prompt in (tok.encode(GREEDY_PROMPT), chat_prompt(tok, CHAT_QUESTION)):
+            ids = decoder.greedy(cfg, session, prompt, GREEDY_STEPS, tok.eos_id)
+            print("greedy, up to %d tokens: %r -> %r" % (GREEDY_STEPS, tok.decode(prompt),
+                                                        tok.decode(ids)))
 
 
 if __name__ == "__main__":
