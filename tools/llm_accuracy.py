@@ -43,8 +43,9 @@ def open_session(engine, path, threads, ort_as_is=False):
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
         model = path
+        nodes = onnx.load(path, load_external_data=False).graph.node
         if not ort_as_is and ort_exact.oracle_form() == "u8" and any(
-                n.op_type in EIGHT_BIT for n in onnx.load(path, load_external_data=False).graph.node):
+                n.op_type in EIGHT_BIT for n in nodes):
             model = ort_exact.for_ort(onnx.load(path), {})[0].SerializeToString()
         return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
     import octet

@@ -17,7 +17,8 @@ FORMAT = "octet-bpe-1"
 
 # Unicode's White_Space property (what \s means to llama.cpp and to Rust's regex); Python's
 # \s also matches U+001C..U+001F, which are not White_Space.
-_WHITE_SPACE = "\\t\\n\\x0b\\x0c\\r \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000"
+_WHITE_SPACE = ("\\t\\n\\x0b\\x0c\\r \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f"
+                "\\u205f\\u3000")
 
 
 def bytes_to_unicode():

@@ -68,7 +68,8 @@ def test_graph_inputs_and_outputs_are_optimum_names(tiny):
     model = onnx.load(paths["cached", "fp32"])
     names = [v.name for v in model.graph.input]
     assert names[:3] == ["input_ids", "attention_mask", "position_ids"]
-    assert names[3:] == ["past_key_values.%d.%s" % (i, k) for i in range(2) for k in ("key", "value")]
+    assert names[3:] == ["past_key_values.%d.%s" % (i, k) for i in range(2)
+                         for k in ("key", "value")]
     assert [v.name for v in model.graph.output] == ["logits"] + [
         "present.%d.%s" % (i, k) for i in range(2) for k in ("key", "value")]
     assert {o.domain for o in model.opset_import} == {""}  # plain ai.onnx, no contrib ops

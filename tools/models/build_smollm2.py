@@ -132,7 +132,8 @@ def tokenizer():
                          % fields["tokenizer.ggml.model"])
     pre = fields["tokenizer.ggml.pre"]
     if pre not in PRE_TOKENIZERS:
-        raise SystemExit("error: pre-tokenizer %r unknown (known: %s)" % (pre, list(PRE_TOKENIZERS)))
+        raise SystemExit("error: pre-tokenizer %r unknown (known: %s)" % (
+            pre, list(PRE_TOKENIZERS)))
     types = fields["tokenizer.ggml.token_type"]
     return common.bpe().Tokenizer(
         fields["tokenizer.ggml.tokens"], fields["tokenizer.ggml.merges"], PRE_TOKENIZERS[pre],

@@ -54,12 +54,6 @@ class Config:
     context: int
 
 
-def parameter_count(cfg):
-    attn = cfg.hidden * cfg.head_dim * (2 * cfg.heads + 2 * cfg.kv_heads)
-    per_layer = attn + 3 * cfg.hidden * cfg.mlp + 2 * cfg.hidden + (2 * cfg.head_dim if cfg.qk_norm else 0)
-    return cfg.vocab * cfg.hidden + cfg.layers * per_layer + cfg.hidden
-
-
 def layer_prefix(i):
     return "model.layers.%d." % i
 
@@ -176,8 +170,8 @@ def build_graph(cfg, weights, cached):
         def proj(h, part, name):
             return g.op("MatMul", [h, w(part + ".weight")], n + name + "/MatMul")
 
-        h = g.rms_norm(x, g.init(p + "input_layernorm.weight", weights[p + "input_layernorm.weight"]),
-                       n + "/input_layernorm", cfg.eps)
+        norm = p + "input_layernorm.weight"
+        h = g.rms_norm(x, g.init(norm, weights[norm]), n + "/input_layernorm", cfg.eps)
         states = {}
         for part, shape, count in (("q", q_shape, cfg.heads), ("k", kv_shape, cfg.kv_heads),
                                    ("v", kv_shape, cfg.kv_heads)):
@@ -201,12 +195,12 @@ def build_graph(cfg, weights, cached):
                      "present.%d.value" % i, axis=2)
             kv_outputs += ["present.%d.key" % i, "present.%d.value" % i]
         if rep > 1:
-            k, v = (g.op("Reshape", [g.op("Expand", [g.op("Unsqueeze", [t, g.const([2], np.int64)],
-                                                          n + "/self_attn/repeat_kv_%s/Unsqueeze" % s),
-                                                     rep_shape],
-                                          n + "/self_attn/repeat_kv_%s/Expand" % s),
-                                     merged_heads], n + "/self_attn/repeat_kv_%s/Reshape" % s)
-                    for t, s in ((k, "k"), (v, "v")))
+            def repeat_kv(t, s):
+                name = n + "/self_attn/repeat_kv_" + s
+                t = g.op("Unsqueeze", [t, g.const([2], np.int64)], name + "/Unsqueeze")
+                t = g.op("Expand", [t, rep_shape], name + "/Expand")
+                return g.op("Reshape", [t, merged_heads], name + "/Reshape")
+            k, v = repeat_kv(k, "k"), repeat_kv(v, "v")
         kt = g.op("Transpose", [k], n + "/self_attn/Transpose_kt", perm=[0, 1, 3, 2])
         scores = g.op("Mul", [g.op("MatMul", [q, kt], n + "/self_attn/MatMul_scores"), scale],
                       n + "/self_attn/Mul_scale")
