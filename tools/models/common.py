@@ -28,9 +28,26 @@ def package_file(package, *parts):
     return path
 
 
+def bpe():
+    """python/octet/bpe.py (the BPE tokenizer octet generate uses), loaded by path: the tools
+    run without octet installed from this tree, and one implementation serves both."""
+    import importlib.util
+    import sys
+    if "octet_bpe" not in sys.modules:
+        spec = importlib.util.spec_from_file_location(
+            "octet_bpe", os.path.join(ROOT, "python", "octet", "bpe.py"))
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        sys.modules["octet_bpe"] = module
+    return sys.modules["octet_bpe"]
+
+
 def sha256(path):
+    digest = hashlib.sha256()
     with open(path, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
+        for block in iter(lambda: f.read(1 << 24), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def save(model, path):
@@ -108,8 +125,10 @@ def quantize(float_path, out_path, recipe, calibration_feeds=None, nodes_to_excl
     os.replace(tmp, out_path)
 
 
-def quantize_recipe(float_path, out_path, recipe, calibration_feeds, nodes_to_exclude=()):
-    """quantize_static with one recipe of the form of STATIC_RECIPES."""
+def quantize_recipe(float_path, out_path, recipe, calibration_feeds, nodes_to_exclude=(),
+                    external_data=False):
+    """quantize_static with one recipe of the form of STATIC_RECIPES (external_data: weights in
+    `<out_path>.data`, for models past protobuf's 2 GB)."""
     from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
     os.makedirs(os.path.dirname(out_path), exist_ok=True)
     tmp = out_path + ".tmp"
@@ -121,6 +140,8 @@ def quantize_recipe(float_path, out_path, recipe, calibration_feeds, nodes_to_ex
     options = {}
     if recipe.get("op_types"):
         options["op_types_to_quantize"] = list(recipe["op_types"])
+    if external_data and os.path.exists(tmp + ".data"):
+        os.remove(tmp + ".data")  # onnx appends to an existing data file
     with _quiet():
         quantize_static(float_path, tmp, FeedReader(calibration_feeds),
                         quant_format=getattr(QuantFormat, recipe["fmt"]),
@@ -128,5 +149,21 @@ def quantize_recipe(float_path, out_path, recipe, calibration_feeds, nodes_to_ex
                         activation_type=getattr(QuantType, recipe["act"]),
                         weight_type=getattr(QuantType, recipe["weight"]),
                         calibrate_method=getattr(CalibrationMethod, method),
-                        nodes_to_exclude=list(nodes_to_exclude), extra_options=extra, **options)
+                        nodes_to_exclude=list(nodes_to_exclude), extra_options=extra,
+                        use_external_data_format=external_data, **options)
+    if external_data:
+        os.replace(tmp + ".data", out_path + ".data")
+        _relocate_external_data(tmp, os.path.basename(tmp) + ".data",
+                                os.path.basename(out_path) + ".data")
     os.replace(tmp, out_path)
+
+
+def _relocate_external_data(path, old, new):
+    """Points the external-data entries of the model at `path` from file `old` to `new`."""
+    model = onnx.load(path, load_external_data=False)
+    for tensor in model.graph.initializer:
+        for entry in tensor.external_data:
+            if entry.key == "location" and entry.value == old:
+                entry.value = new
+    with open(path, "wb") as f:
+        f.write(model.SerializeToString())

