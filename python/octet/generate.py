@@ -63,16 +63,16 @@ class Generator:
     def __init__(self, model, threads=1, tokenizer=None, max_tensor_bytes=None):
         import octet
         _command.check_model_path(model)
+        options = {} if max_tensor_bytes is None else {"max_tensor_bytes": max_tensor_bytes}
+        self.session = octet.InferenceSession(model, threads=threads, **options)
+        self._layout(model)
+        self.context = _context(model)
         path = tokenizer or tokenizer_path(model)
         if not os.path.isfile(path):
             raise CommandError("no tokenizer for %s: %s does not exist (the builders of "
                                "tools/models write it beside the model; or pass --tokenizer)"
                                % (model, path))
         self.tokenizer = Tokenizer.from_file(path)
-        options = {} if max_tensor_bytes is None else {"max_tensor_bytes": max_tensor_bytes}
-        self.session = octet.InferenceSession(model, threads=threads, **options)
-        self._layout(model)
-        self.context = _context(model)
 
     def _layout(self, model):
         inputs = {i.name: i for i in self.session.get_inputs()}

@@ -1,7 +1,7 @@
 """Decoder models (tools/models/decoder.py): the tiny Qwen3-architecture form (2 layers,
 hidden 64, vocab 512) against the numpy reference, the KV-cache form against the whole
-sequence, every quantized form under ONNX Runtime, the accuracy tool, and octet on them
-where it runs them today; the BPE tokenizer against SmolLM2's real vocabulary. Models are
+sequence, every quantized form under ONNX Runtime, the accuracy tool, and octet on every
+form; the BPE tokenizer against SmolLM2's real vocabulary. Models are
 cached in build/models, so reruns skip the builds."""
 
 import importlib.util
@@ -130,14 +130,8 @@ def test_accuracy_tool_reports_every_model_and_engine(tiny, tmp_path):
 
 
 def octet_session(path):
-    """octet's session, or a skip naming the operator octet refuses today."""
-    octet = pytest.importorskip("octet")
-    try:
-        return octet.InferenceSession(path)
-    except octet.OctetError as error:
-        if "unsupported operator" in str(error):
-            pytest.skip("octet refuses %s today: %s" % (os.path.basename(path), error))
-        raise
+    import octet
+    return octet.InferenceSession(path)
 
 
 @pytest.mark.parametrize("form", decoder.FORMS)
