@@ -205,7 +205,8 @@ class GatherBlockQuantizedKernel : public OpKernel {
     for (int64_t d = 1; d < rank; ++d) out.push_back(data.dim(d));
     out.back() = last;
     Tensor& y = ctx.AllocateUninitializedOutput(0, DType::kFloat32, out);
-    const float absent = packed ? 8.f : 0.f;
+    // Zero point 0 of int4 is code 8 (Code); packed codes default to 8 too.
+    const int absent = data.dtype() == DType::kUInt4 ? 0 : 8;
     const uint8_t* bytes = static_cast<const uint8_t*>(data.raw());
     for (int64_t i = 0; i < indices.numel(); ++i) {
       int64_t r = indices.dtype() == DType::kInt64 ? indices.data<int64_t>()[i]
@@ -219,7 +220,7 @@ class GatherBlockQuantizedKernel : public OpKernel {
         const int64_t blk = r * row_blocks + (e / last) * blocks_last + (e % last) / block_size_;
         const int code = packed ? Nibble(bytes, at) : Code(data, at);
         const int zp = zero ? (packed ? Nibble(zero->data<uint8_t>(), blk) : Code(*zero, blk))
-                            : static_cast<int>(absent);
+                            : absent;
         dst[e] = static_cast<float>(code - zp) * scales.data<float>()[blk];
       }
     }
