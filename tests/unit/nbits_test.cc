@@ -73,7 +73,9 @@ std::vector<float> RunPacked(const Case& c, NBitsArithmetic arith, Isa isa, Thre
 }
 
 bool SameBytes(const std::vector<float>& x, const std::vector<float>& y) {
-  return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
+  // memcmp's pointers must not be null, which an empty vector's data() may be.
+  return x.size() == y.size() &&
+         (x.empty() || std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0);
 }
 
 class NBitsIsaTest : public ::testing::TestWithParam<Isa> {
