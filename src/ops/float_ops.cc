@@ -254,17 +254,9 @@ class FloatAttentionKernel : public OpKernel {
           mask_offset += rest % scores_shape[dim] * mask_strides[dim];
           rest /= scores_shape[dim];
         }
-        for (int64_t i = 0; i < m; ++i) {
-          float* row = scores.data() + i * n;
-          const float* mask_row = pm + mask_offset + i * mask_strides[rank - 2];
-          vmath::Binary(scale_op_, row, 1, divisor_value, 0, row, n);
-          if (mask_first_) {
-            vmath::Binary(BinaryOp::kAdd, mask_row, mask_step, row, 1, row, n);
-          } else {
-            vmath::Binary(BinaryOp::kAdd, row, 1, mask_row, mask_step, row, n);
-          }
-          vmath::SoftmaxRow(row, row, n);
-        }
+        for (int64_t i = 0; i < m; ++i)
+          ScaleMaskSoftmax(scores.data() + i * n, n, divisor_value,
+                           pm + mask_offset + i * mask_strides[rank - 2], mask_step);
         Sgemm(m, dv, n, SgemmOperand::RowMajor(scores.data(), n),
               SgemmOperand::RowMajor(pv + start(bi, n, dv), v_ld), po + start(bi, m, dv), v_ld,
               nullptr);
@@ -278,6 +270,19 @@ class FloatAttentionKernel : public OpKernel {
   }
 
  private:
+  // One row of scores through the scale, the mask (mask_step 0: one value) and the softmax,
+  // each the separate node's operation.
+  void ScaleMaskSoftmax(float* row, int64_t n, const float* scale, const float* mask_row,
+                        int mask_step) const {
+    vmath::Binary(scale_op_, row, 1, scale, 0, row, n);
+    if (mask_first_) {
+      vmath::Binary(BinaryOp::kAdd, mask_row, mask_step, row, 1, row, n);
+    } else {
+      vmath::Binary(BinaryOp::kAdd, row, 1, mask_row, mask_step, row, n);
+    }
+    vmath::SoftmaxRow(row, row, n);
+  }
+
   // The decoder form (keys_rows): each (sequence, query head) entry start to end on one
   // thread, its key and value head read in place; else the nodes' steps on whole tensors.
   void RunKeysRows(KernelContext& ctx) const {
@@ -327,17 +332,9 @@ class FloatAttentionKernel : public OpKernel {
         Sgemm(m, n, d, SgemmOperand::RowMajor(pq + bi * m * d, d), SgemmOperand::Packed(k_packed),
               scores.data(), n, nullptr);
         const float* mask_entry = pm + b * mask_strides[0] + h * mask_strides[1];
-        for (int64_t i = 0; i < m; ++i) {
-          float* row = scores.data() + i * n;
-          const float* mask_row = mask_entry + i * mask_strides[2];
-          vmath::Binary(scale_op_, row, 1, factor_value, 0, row, n);
-          if (mask_first_) {
-            vmath::Binary(BinaryOp::kAdd, mask_row, mask_step, row, 1, row, n);
-          } else {
-            vmath::Binary(BinaryOp::kAdd, row, 1, mask_row, mask_step, row, n);
-          }
-          vmath::SoftmaxRow(row, row, n);
-        }
+        for (int64_t i = 0; i < m; ++i)
+          ScaleMaskSoftmax(scores.data() + i * n, n, factor_value,
+                           mask_entry + i * mask_strides[2], mask_step);
         Sgemm(m, dv, n, SgemmOperand::RowMajor(scores.data(), n),
               SgemmOperand::RowMajor(pv + kv * n * dv, dv), po + bi * m * dv, dv, nullptr);
       }
