@@ -75,49 +75,64 @@ template <typename V, int R, int kVecs>
     count[v] = left <= 0 ? 0 : (left < W ? left : W);
   }
   const bool has_bias = e.bias.present(), has_float_bias = e.float_bias.present();
-  const bool needs_multiplier = e.output != EpilogueOutput::kInt32;
-  I bias[kVecs] = {};
-  F multiplier[kVecs] = {}, float_bias[kVecs] = {};
-  auto load_row = [&](int64_t row) {
+  const bool per_row = e.bias.per_row || e.multiplier.per_row || e.float_bias.per_row;
+  const int64_t ld_out = t.ld_out;
+  auto* const out = static_cast<uint8_t*>(t.out);
+  // One body per output type: no vector tests the type at run time.
+  auto finish = [&]<EpilogueOutput kOut>() __attribute__((always_inline)) {
+    constexpr bool kEightBit = kOut == EpilogueOutput::kUInt8 || kOut == EpilogueOutput::kInt8;
+    constexpr bool kNeedsMultiplier = kOut != EpilogueOutput::kInt32;
+    constexpr int64_t kSize = kEightBit ? 1 : 4;
+    I bias[kVecs] = {};
+    F multiplier[kVecs] = {}, float_bias[kVecs] = {};
+    auto load_row = [&](int64_t row) {
 #pragma GCC unroll 8
-    for (int v = 0; v < kVecs; ++v) {
-      if (count[v] == 0) continue;
-      const int64_t col = t.col0 + v * W;
-      if (has_bias)
-        bias[v] = epilogue::LoadOperand<V>(e.bias.Row(row), e.bias.per_column, col, count[v]);
-      if (needs_multiplier)
-        multiplier[v] =
-            epilogue::LoadOperand<V>(e.multiplier.Row(row), e.multiplier.per_column, col, count[v]);
-      if (has_float_bias)
-        float_bias[v] =
-            epilogue::LoadOperand<V>(e.float_bias.Row(row), e.float_bias.per_column, col, count[v]);
+      for (int v = 0; v < kVecs; ++v) {
+        if (count[v] == 0) continue;
+        const int64_t col = t.col0 + v * W;
+        if (has_bias)
+          bias[v] = epilogue::LoadOperand<V>(e.bias.Row(row), e.bias.per_column, col, count[v]);
+        if (kNeedsMultiplier)
+          multiplier[v] = epilogue::LoadOperand<V>(e.multiplier.Row(row), e.multiplier.per_column,
+                                                   col, count[v]);
+        if (kOut == EpilogueOutput::kFloat && has_float_bias)
+          float_bias[v] = epilogue::LoadOperand<V>(e.float_bias.Row(row), e.float_bias.per_column,
+                                                   col, count[v]);
+      }
+    };
+    if (!per_row) load_row(t.row0);
+    const epilogue::Requant<V> rq(e);
+#pragma GCC unroll 12
+    for (int r = 0; r < R; ++r) {
+      if (per_row) load_row(t.row0 + r);
+      uint8_t* const out_row = out + r * ld_out * kSize;
+#pragma GCC unroll 8
+      for (int v = 0; v < kVecs; ++v) {
+        if (count[v] == 0) continue;
+        I s = sum[r][v];
+        if (has_bias) s = V::AddI(s, bias[v]);
+        uint8_t* const dst = out_row + v * W * kSize;
+        if constexpr (kOut == EpilogueOutput::kFloat) {
+          epilogue::StoreFloat<V>(
+              reinterpret_cast<float*>(dst),
+              epilogue::Scale<V>(s, multiplier[v], has_float_bias ? &float_bias[v] : nullptr),
+              count[v]);
+        } else {
+          if constexpr (kEightBit) s = epilogue::Requantize<V>(s, multiplier[v], rq);
+          epilogue::StoreInt<V>(kOut, dst, s, count[v]);
+        }
+      }
     }
   };
-  const bool per_row = e.bias.per_row || e.multiplier.per_row || e.float_bias.per_row;
-  if (!per_row) load_row(t.row0);
-  const epilogue::Requant<V> rq(e);
-  const int64_t size = e.element_size(), ld_out = t.ld_out;
-  auto* const out = static_cast<uint8_t*>(t.out);
-#pragma GCC unroll 12
-  for (int r = 0; r < R; ++r) {
-    if (per_row) load_row(t.row0 + r);
-    uint8_t* const out_row = out + r * ld_out * size;
-#pragma GCC unroll 8
-    for (int v = 0; v < kVecs; ++v) {
-      if (count[v] == 0) continue;
-      I s = sum[r][v];
-      if (has_bias) s = V::AddI(s, bias[v]);
-      uint8_t* const dst = out_row + v * W * size;
-      if (e.output == EpilogueOutput::kFloat) {
-        epilogue::StoreFloat<V>(
-            reinterpret_cast<float*>(dst),
-            epilogue::Scale<V>(s, multiplier[v], has_float_bias ? &float_bias[v] : nullptr),
-            count[v]);
-        continue;
-      }
-      if (e.is_8bit()) s = epilogue::Requantize<V>(s, multiplier[v], rq);
-      epilogue::StoreInt<V>(e.output, dst, s, count[v]);
-    }
+  switch (e.output) {
+    case EpilogueOutput::kUInt8:
+      return finish.template operator()<EpilogueOutput::kUInt8>();
+    case EpilogueOutput::kInt8:
+      return finish.template operator()<EpilogueOutput::kInt8>();
+    case EpilogueOutput::kFloat:
+      return finish.template operator()<EpilogueOutput::kFloat>();
+    case EpilogueOutput::kInt32:
+      return finish.template operator()<EpilogueOutput::kInt32>();
   }
 }
 
