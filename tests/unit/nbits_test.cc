@@ -23,7 +23,8 @@ struct Case {
   int64_t k_blocks() const { return (K + block_size - 1) / block_size; }
 };
 
-// zero_mode: -1 absent, -2 random, else every zero point that value.
+// zero_mode: -1 absent, -2 random codes, -3 random floats (not integers), else
+// every zero point that value.
 Case MakeCase(int64_t M, int64_t K, int64_t N, int64_t bs, int zero_mode, bool bias,
               uint32_t seed) {
   std::mt19937 rng(seed);
@@ -37,7 +38,10 @@ Case MakeCase(int64_t M, int64_t K, int64_t N, int64_t bs, int zero_mode, bool b
   c.has_zero = zero_mode != -1;
   if (c.has_zero) {
     c.zero.resize(N * c.k_blocks());
-    for (auto& z : c.zero) z = static_cast<float>(zero_mode == -2 ? nibble(rng) : zero_mode);
+    for (auto& z : c.zero) {
+      z = static_cast<float>(zero_mode == -2 ? nibble(rng) : zero_mode);
+      if (zero_mode == -3) z = nibble(rng) + 0.25f + 0.5f * std::fabs(unit(rng));
+    }
   }
   c.a.resize(M * K);
   for (auto& v : c.a) v = unit(rng) * std::ldexp(1.f, nibble(rng) % 8 - 4);
@@ -92,9 +96,12 @@ TEST_P(NBitsIsaTest, MatchesTheReferenceBitForBit) {
     for (int64_t bs : {16, 32, 128}) {
       // K = one block, several, not a multiple of the block, odd, and one k.
       for (int64_t K : {bs, 3 * bs, bs + 5, 2 * bs - 1, int64_t{1}}) {
-        for (int64_t N : {1, 7, 16, 33}) {
+        // N: one column, part of a panel, a panel, a group of 3 panels, groups of 4 and 3.
+        for (int64_t N : {1, 7, 16, 33, 100}) {
           for (int64_t M : {0, 1, 2, 3, 4, 5, 9}) {
-            for (int zero_mode : {-1, -2, 0, 15}) {
+            for (int zero_mode : {-1, -2, -3, 0, 15}) {
+              // The int8 arithmetic refuses float zero points (NBits.Refusals).
+              if (zero_mode == -3 && arith == NBitsArithmetic::kInt8) continue;
               const Case c = MakeCase(M, K, N, bs, zero_mode, seed % 2 == 0, seed);
               ++seed;
               ASSERT_TRUE(SameBytes(RunPacked(c, arith, GetParam(), nullptr), Reference(c, arith)))
@@ -111,6 +118,7 @@ TEST_P(NBitsIsaTest, MatchesTheReferenceBitForBit) {
 TEST_P(NBitsIsaTest, ThreadCountsGiveTheSameBytes) {
   ThreadPool two(2), three(3);
   for (NBitsArithmetic arith : {NBitsArithmetic::kFloat, NBitsArithmetic::kInt8}) {
+    // 14 panels: the threads' shares end inside groups of panels.
     const Case c = MakeCase(5, 640, 211, 32, -2, true, 99);
     const std::vector<float> one = RunPacked(c, arith, GetParam(), nullptr);
     EXPECT_TRUE(SameBytes(one, Reference(c, arith)));

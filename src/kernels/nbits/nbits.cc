@@ -15,46 +15,51 @@ namespace {
 
 // The statement the vector paths are tested against: plain loops in the
 // contract's order.
-void FloatPanelScalar(const PackedNBits& w, int64_t panel, int rows, const float* a, int64_t lda,
-                      float* acc) {
-  const uint8_t* data = w.data.data() + panel * w.k_pairs * kNBitsPanel;
-  const float* scale = w.scales.data() + panel * w.k_blocks * kNBitsPanel;
-  const float* zero = w.zero_points.data() + panel * w.k_blocks * kNBitsPanel;
-  std::fill(acc, acc + rows * kNBitsPanel, 0.f);
-  for (int64_t k = 0; k < w.K; ++k) {
-    const int64_t b = k / w.block_size;
-    const int shift = (k & 1) * 4;
-    for (int j = 0; j < kNBitsPanel; ++j) {
-      const int q = (data[(k / 2) * kNBitsPanel + j] >> shift) & 15;
-      const float wv = (static_cast<float>(q) - zero[b * kNBitsPanel + j]) *
-                       scale[b * kNBitsPanel + j];
-      for (int r = 0; r < rows; ++r)
-        acc[r * kNBitsPanel + j] = std::fma(a[r * lda + k], wv, acc[r * kNBitsPanel + j]);
+void FloatPanelScalar(const PackedNBits& w, int64_t panel, int panels, int rows, const float* a,
+                      int64_t lda, float* acc) {
+  for (int i = 0; i < panels; ++i) {
+    const PanelOperands op = OperandsOf(w, panel + i);
+    float* acc_i = acc + i * kNBitsPanel;
+    for (int r = 0; r < rows; ++r) std::fill_n(acc_i + r * kNBitsAccRow, kNBitsPanel, 0.f);
+    for (int64_t k = 0; k < w.K; ++k) {
+      const int64_t b = k / w.block_size;
+      const int shift = (k & 1) * 4;
+      for (int j = 0; j < kNBitsPanel; ++j) {
+        const int q = (op.data[(k / 2) * op.stride + j] >> shift) & 15;
+        const int64_t at = b * op.stride + j;
+        const float zero = op.zero_codes ? op.zero_codes[at] : op.zero_points[at];
+        const float wv = (static_cast<float>(q) - zero) * op.scales[at];
+        for (int r = 0; r < rows; ++r)
+          acc_i[r * kNBitsAccRow + j] = std::fma(a[r * lda + k], wv, acc_i[r * kNBitsAccRow + j]);
+      }
     }
   }
 }
 
-void Int8PanelScalar(const PackedNBits& w, int64_t panel, int rows, const QuantizedRows& a,
-                     float* acc) {
-  const uint8_t* data = w.data.data() + panel * w.k_pairs * kNBitsPanel;
-  const float* scale = w.scales.data() + panel * w.k_blocks * kNBitsPanel;
-  const int32_t* zero = w.int_zero_points.data() + panel * w.k_blocks * kNBitsPanel;
-  std::fill(acc, acc + rows * kNBitsPanel, 0.f);
+void Int8PanelScalar(const PackedNBits& w, int64_t panel, int panels, int rows,
+                     const QuantizedRows& a, float* acc) {
   const int64_t block_pairs = w.block_size / 2;
-  for (int64_t b = 0; b < w.k_blocks; ++b) {
-    const int64_t p1 = std::min(w.k_pairs, (b + 1) * block_pairs);
-    for (int r = 0; r < rows; ++r) {
-      for (int j = 0; j < kNBitsPanel; ++j) {
-        int32_t dot = 0;
-        for (int64_t p = b * block_pairs; p < p1; ++p) {
-          const int32_t pair = a.pairs[r * w.k_pairs + p];
-          const uint8_t byte = data[p * kNBitsPanel + j];
-          dot += static_cast<int16_t>(pair & 0xFFFF) * (byte & 15) +
-                 static_cast<int16_t>(pair >> 16) * (byte >> 4);
+  for (int i = 0; i < panels; ++i) {
+    const PanelOperands op = OperandsOf(w, panel + i);
+    float* acc_i = acc + i * kNBitsPanel;
+    for (int r = 0; r < rows; ++r) std::fill_n(acc_i + r * kNBitsAccRow, kNBitsPanel, 0.f);
+    for (int64_t b = 0; b < w.k_blocks; ++b) {
+      const int64_t p1 = std::min(w.k_pairs, (b + 1) * block_pairs);
+      for (int r = 0; r < rows; ++r) {
+        for (int j = 0; j < kNBitsPanel; ++j) {
+          int32_t dot = 0;
+          for (int64_t p = b * block_pairs; p < p1; ++p) {
+            const int32_t pair = a.pairs[r * w.k_pairs + p];
+            const uint8_t byte = op.data[p * op.stride + j];
+            dot += static_cast<int16_t>(pair & 0xFFFF) * (byte & 15) +
+                   static_cast<int16_t>(pair >> 16) * (byte >> 4);
+          }
+          const int64_t at = b * op.stride + j;
+          dot -= op.zero_codes[at] * a.sums[r * w.k_blocks + b];
+          const float s = a.scales[r * w.k_blocks + b] * op.scales[at];
+          float& c = acc_i[r * kNBitsAccRow + j];
+          c = std::fma(static_cast<float>(dot), s, c);
         }
-        dot -= zero[b * kNBitsPanel + j] * a.sums[r * w.k_blocks + b];
-        const float s = a.scales[r * w.k_blocks + b] * scale[b * kNBitsPanel + j];
-        acc[r * kNBitsPanel + j] = std::fma(static_cast<float>(dot), s, acc[r * kNBitsPanel + j]);
       }
     }
   }
@@ -65,8 +70,7 @@ constexpr int64_t kParallelMinMacs = int64_t{1} << 18;
 
 const PanelKernels& KernelsFor(Isa isa) {
 #if defined(__x86_64__) || defined(_M_X64)
-  // The AVX-512 CPUs run the AVX2 panels: the product is bound by the weights' bytes.
-  return *PickKernel(isa, "4-bit matmul", &kScalarPanels, &kAvx2Panels, &kAvx2Panels);
+  return *PickKernel(isa, "4-bit matmul", &kScalarPanels, &kAvx2Panels, &kAvx512Panels);
 #else
   return *PickKernel(isa, "4-bit matmul", &kScalarPanels, &kScalarPanels, &kScalarPanels);
 #endif
@@ -139,35 +143,42 @@ PackedNBits PackNBits(const uint8_t* q, const float* scales, const float* zero_p
   w.panels = (N + kNBitsPanel - 1) / kNBitsPanel;
   w.k_pairs = (K + 1) / 2;
   w.arithmetic = arithmetic;
+  bool codes = true;
+  for (int64_t i = 0; zero_points && codes && i < N * w.k_blocks; ++i) {
+    const float zero = zero_points[i];
+    codes = zero == std::floor(zero) && zero >= 0.f && zero <= 15.f;
+    OCTET_CHECK(codes || arithmetic == NBitsArithmetic::kFloat,
+                "4-bit matmul: the int8 arithmetic needs zero points that are integers in "
+                "[0, 15], got ",
+                zero);
+  }
   w.data.assign(w.panels * w.k_pairs * kNBitsPanel, 0);
   const int64_t params = w.panels * w.k_blocks * kNBitsPanel;
   w.scales.assign(params, 0.f);
-  std::vector<float> zero(params, 8.f);
+  if (codes)
+    w.zero_codes.assign(params, 8);
+  else
+    w.zero_points.assign(params, 8.f);
   for (int64_t n = 0; n < N; ++n) {
-    const int64_t panel = n / kNBitsPanel, j = n % kNBitsPanel;
-    uint8_t* out = w.data.data() + panel * w.k_pairs * kNBitsPanel + j;
+    const nbits::PanelOperands op = nbits::OperandsOf(w, n / kNBitsPanel);
+    const int64_t j = n % kNBitsPanel;
+    const int64_t data_at = op.data - w.data.data() + j;
+    const int64_t params_at = op.scales - w.scales.data() + j;
     for (int64_t k = 0; k < K; ++k) {
       const uint8_t v = q[n * K + k];
       OCTET_CHECK(v < 16, "4-bit matmul: weight value ", int{v}, " is not a 4-bit value");
-      out[(k / 2) * kNBitsPanel] |= static_cast<uint8_t>(v << ((k & 1) * 4));
+      w.data[data_at + (k / 2) * op.stride] |= static_cast<uint8_t>(v << ((k & 1) * 4));
     }
     for (int64_t b = 0; b < w.k_blocks; ++b) {
-      const int64_t at = (panel * w.k_blocks + b) * kNBitsPanel + j;
+      const int64_t at = params_at + b * op.stride;
       w.scales[at] = scales[n * w.k_blocks + b];
-      if (zero_points) zero[at] = zero_points[n * w.k_blocks + b];
+      if (!zero_points) continue;
+      const float zero = zero_points[n * w.k_blocks + b];
+      if (codes)
+        w.zero_codes[at] = static_cast<uint8_t>(zero);
+      else
+        w.zero_points[at] = zero;
     }
-  }
-  if (arithmetic == NBitsArithmetic::kFloat) {
-    w.zero_points = std::move(zero);
-    return w;
-  }
-  w.int_zero_points.resize(params);
-  for (int64_t i = 0; i < params; ++i) {
-    OCTET_CHECK(zero[i] == std::floor(zero[i]) && zero[i] >= 0.f && zero[i] <= 15.f,
-                "4-bit matmul: the int8 arithmetic needs zero points that are integers in "
-                "[0, 15], got ",
-                zero[i]);
-    w.int_zero_points[i] = static_cast<int32_t>(zero[i]);
   }
   return w;
 }
@@ -182,26 +193,29 @@ void NBitsMatMul(const PackedNBits& w, int64_t M, const float* a, int64_t lda, c
   const QuantizedA qa =
       int8 ? QuantizeRows(a, M, lda, w.K, w.block_size, w.k_blocks, w.k_pairs) : QuantizedA{};
   auto run = [&](int64_t p0, int64_t p1) {
-    float acc[nbits::kNBitsRows * kNBitsPanel];
-    for (int64_t p = p0; p < p1; ++p) {
-      const int64_t n0 = p * kNBitsPanel;
-      const int64_t cols = std::min<int64_t>(kNBitsPanel, w.N - n0);
+    float acc[nbits::kNBitsRows * nbits::kNBitsAccRow];
+    for (int64_t p = p0; p < p1;) {
+      // Up to the end of p's group: the kernels run the panels of one group.
+      const int panels = static_cast<int>(std::min<int64_t>(p1 - p, kNBitsGroup - p % kNBitsGroup));
       for (int64_t r0 = 0; r0 < M; r0 += nbits::kNBitsRows) {
         const int rows = static_cast<int>(std::min<int64_t>(nbits::kNBitsRows, M - r0));
         if (int8) {
           const nbits::QuantizedRows rows_q{qa.pairs.data() + r0 * w.k_pairs,
                                             qa.sums.data() + r0 * w.k_blocks,
                                             qa.scales.data() + r0 * w.k_blocks};
-          kernels.int8_panel(w, p, rows, rows_q, acc);
+          kernels.int8_panel(w, p, panels, rows, rows_q, acc);
         } else {
-          kernels.float_panel(w, p, rows, a + r0 * lda, lda, acc);
+          kernels.float_panel(w, p, panels, rows, a + r0 * lda, lda, acc);
         }
+        const int64_t n0 = p * kNBitsPanel;
+        const int64_t cols = std::min<int64_t>(panels * kNBitsPanel, w.N - n0);
         for (int r = 0; r < rows; ++r) {
           float* out = y + (r0 + r) * ldy + n0;
-          for (int64_t j = 0; j < cols; ++j)
-            out[j] = bias ? acc[r * kNBitsPanel + j] + bias[n0 + j] : acc[r * kNBitsPanel + j];
+          const float* in = acc + r * nbits::kNBitsAccRow;
+          for (int64_t j = 0; j < cols; ++j) out[j] = bias ? in[j] + bias[n0 + j] : in[j];
         }
       }
+      p += panels;
     }
   };
   if (pool != nullptr && M * w.K * w.N >= nbits::kParallelMinMacs)

@@ -33,19 +33,29 @@ class ThreadPool;
 enum class NBitsArithmetic { kFloat, kInt8 };
 
 inline constexpr int kNBitsPanel = 16;
+// Consecutive panels stored interleaved, so that a kernel running several
+// panels at once (independent fma chains at M = 1) reads one stream.
+inline constexpr int kNBitsGroup = 4;
 
 // 4-bit weights of a K x N product, laid out for the panel kernels.
+//
+// Panels 4g..4g+3 form group g (the last group may hold fewer; its width is its
+// panel count). Within a group the panels sit side by side, kNBitsPanel values
+// each: data holds per k pair p a row of width x 16 bytes, byte j of panel i
+// holding column 16 i + j's q[2p] (low nibble) and q[2p + 1] (high nibble);
+// scales and zero codes hold per block such a row of width x 16 values.
+// Padding (odd K, columns past N) is 0. Group g starts at 4 g x k_pairs x 16
+// bytes of data and 4 g x k_blocks x 16 values of the block parameters.
 struct PackedNBits {
   int64_t K = 0, N = 0, block_size = 0, k_blocks = 0;
   int64_t panels = 0, k_pairs = 0;  // ceil(N / kNBitsPanel), ceil(K / 2)
   NBitsArithmetic arithmetic = NBitsArithmetic::kFloat;
-  // panels x k_pairs x 16 bytes: byte j holds column j's q[2p] (low nibble) and
-  // q[2p + 1] (high nibble); padding (odd K, columns past N) is 0.
   std::vector<uint8_t> data;
-  // panels x k_blocks x 16: the scale and zero point of each block and column.
   std::vector<float> scales;
-  std::vector<float> zero_points;      // kFloat
-  std::vector<int32_t> int_zero_points;  // kInt8 (integer zero points only)
+  // The zero point of each block and column: zero_codes when every zero point
+  // is an integer in [0, 15] (always so for kInt8), else zero_points (kFloat).
+  std::vector<uint8_t> zero_codes;
+  std::vector<float> zero_points;
 };
 
 // q: N rows of K values in [0, 15] (row n is column n of the product);

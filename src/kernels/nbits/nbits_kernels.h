@@ -1,8 +1,10 @@
 // The panel kernels behind kernels/nbits/nbits.h, one table per instruction
-// set. A panel kernel computes the kNBitsPanel columns of one packed panel for
-// 1..kNBitsRows rows and writes them to acc (rows x kNBitsPanel, before the bias).
+// set. A panel kernel computes `panels` (1..kNBitsGroup) consecutive panels of
+// one group for 1..kNBitsRows rows and writes them to acc (row r, panel i,
+// column j at acc[r * kNBitsAccRow + i * kNBitsPanel + j], before the bias).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "kernels/nbits/nbits.h"
@@ -10,6 +12,26 @@
 namespace octet::nbits {
 
 inline constexpr int kNBitsRows = 4;
+inline constexpr int kNBitsAccRow = kNBitsGroup * kNBitsPanel;
+
+// One panel's operands in the grouped layout: column j of k pair p is
+// data[p * stride + j], of block b scales[b * stride + j] (and the zero points).
+struct PanelOperands {
+  const uint8_t* data;
+  const float* scales;
+  const uint8_t* zero_codes;  // null when the zero points are floats
+  const float* zero_points;   // null when they are codes
+  int64_t stride;
+};
+
+inline PanelOperands OperandsOf(const PackedNBits& w, int64_t panel) {
+  const int64_t first = panel / kNBitsGroup * kNBitsGroup, at = panel - first;
+  const int64_t stride = std::min<int64_t>(kNBitsGroup, w.panels - first) * kNBitsPanel;
+  const int64_t params = first * w.k_blocks * kNBitsPanel + at * kNBitsPanel;
+  return {w.data.data() + first * w.k_pairs * kNBitsPanel + at * kNBitsPanel,
+          w.scales.data() + params, w.zero_codes.empty() ? nullptr : w.zero_codes.data() + params,
+          w.zero_points.empty() ? nullptr : w.zero_points.data() + params, stride};
+}
 
 // Rows of A for the kInt8 arithmetic, quantized per block: pairs holds
 // q_a[2p] and q_a[2p + 1] as the low and high int16 of one int32 (k_pairs per
@@ -20,9 +42,9 @@ struct QuantizedRows {
   const float* scales;
 };
 
-using FloatPanelFn = void (*)(const PackedNBits& w, int64_t panel, int rows, const float* a,
-                              int64_t lda, float* acc);
-using Int8PanelFn = void (*)(const PackedNBits& w, int64_t panel, int rows,
+using FloatPanelFn = void (*)(const PackedNBits& w, int64_t panel, int panels, int rows,
+                              const float* a, int64_t lda, float* acc);
+using Int8PanelFn = void (*)(const PackedNBits& w, int64_t panel, int panels, int rows,
                              const QuantizedRows& a, float* acc);
 
 struct PanelKernels {
@@ -33,6 +55,7 @@ struct PanelKernels {
 extern const PanelKernels kScalarPanels;
 #if defined(__x86_64__) || defined(_M_X64)
 extern const PanelKernels kAvx2Panels;
+extern const PanelKernels kAvx512Panels;
 #endif
 
 }  // namespace octet::nbits

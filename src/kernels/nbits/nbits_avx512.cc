@@ -1,0 +1,246 @@
+// The AVX-512 panels of kernels/nbits/nbits.h: a panel's 16 columns are one
+// vector, and up to kNBitsGroup panels run at once, so that a single row
+// still has several independent fma chains in flight.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <type_traits>
+
+#include "kernels/nbits/nbits_kernels.h"
+
+namespace octet::nbits {
+
+namespace {
+
+// The panels one call runs at once: enough chains to hide the fma latency,
+// few enough that the accumulators stay in registers.
+constexpr int PanelsAtOnce(int rows) { return rows <= 2 ? 4 : 2; }
+
+// How far ahead of the k pair being read its group's bytes are fetched.
+constexpr int64_t kPrefetchPairs = 16;
+
+// Fetches the scales and zero codes of a block ahead (its group's row of each).
+inline void PrefetchBlock(const PanelOperands& op, int64_t b) {
+  const char* scales = reinterpret_cast<const char*>(op.scales + b * op.stride);
+  for (int64_t line = 0; line < op.stride * 4; line += 64) _mm_prefetch(scales + line, _MM_HINT_T0);
+  if (op.zero_codes)
+    _mm_prefetch(reinterpret_cast<const char*>(op.zero_codes + b * op.stride), _MM_HINT_T0);
+}
+
+// 2^23 as float bits: or-ing a value v < 2^23 into its mantissa gives the float 2^23 + v.
+constexpr int kMagic = 0x4B000000;
+// _mm512_ternarylogic_epi32 immediates: (a & b) | c and (a | b) & c.
+constexpr int kAndOr = 0xEA, kOrAnd = 0xA8;
+
+// 16 columns' bytes of one k pair (or 16 zero codes), one per int32 lane.
+inline __m512i LoadBytes(const uint8_t* p) {
+  return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+// kCodes: the zero points are integers, and 2^23 + q - (2^23 + zp) is exactly
+// float(q) - zp, so the code unpacks straight into a float (no conversion).
+template <int R, int P, bool kCodes>
+void FloatPanels(const PackedNBits& w, int64_t panel, const float* a, int64_t lda, float* acc) {
+  PanelOperands op[P];
+  for (int i = 0; i < P; ++i) op[i] = OperandsOf(w, panel + i);
+  const int64_t stride = op[0].stride;
+  const __m512i nibble = _mm512_set1_epi32(15), magic = _mm512_set1_epi32(kMagic);
+  __m512 c[R][P];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int i = 0; i < P; ++i) c[r][i] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < w.k_blocks; ++b) {
+    PrefetchBlock(op[0], b + 2);
+    __m512 scale[P], offset[P];  // w = (unpacked q - offset) * scale
+#pragma GCC unroll 4
+    for (int i = 0; i < P; ++i) {
+      scale[i] = _mm512_loadu_ps(op[i].scales + b * stride);
+      offset[i] = kCodes ? _mm512_castsi512_ps(
+                               _mm512_or_si512(LoadBytes(op[i].zero_codes + b * stride), magic))
+                         : _mm512_loadu_ps(op[i].zero_points + b * stride);
+    }
+    // One k pair, or (kPair false) odd K's last k, a low nibble alone.
+    auto step = [&](int64_t k, auto pair) {
+      _mm_prefetch(reinterpret_cast<const char*>(op[0].data + (k / 2 + kPrefetchPairs) * stride),
+                   _MM_HINT_T0);
+#pragma GCC unroll 4
+      for (int i = 0; i < P; ++i) {
+        const __m512i x = LoadBytes(op[i].data + (k / 2) * stride);
+        const __m512 q0 =
+            kCodes ? _mm512_castsi512_ps(_mm512_ternarylogic_epi32(x, nibble, magic, kAndOr))
+                   : _mm512_cvtepi32_ps(_mm512_and_si512(x, nibble));
+        const __m512 w0 = _mm512_mul_ps(_mm512_sub_ps(q0, offset[i]), scale[i]);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r)
+          c[r][i] = _mm512_fmadd_ps(_mm512_set1_ps(a[r * lda + k]), w0, c[r][i]);
+        if constexpr (decltype(pair)::value) {
+          const __m512i high = _mm512_srli_epi32(x, 4);
+          const __m512 q1 =
+              kCodes ? _mm512_castsi512_ps(_mm512_or_si512(high, magic)) : _mm512_cvtepi32_ps(high);
+          const __m512 w1 = _mm512_mul_ps(_mm512_sub_ps(q1, offset[i]), scale[i]);
+#pragma GCC unroll 4
+          for (int r = 0; r < R; ++r)
+            c[r][i] = _mm512_fmadd_ps(_mm512_set1_ps(a[r * lda + k + 1]), w1, c[r][i]);
+        }
+      }
+    };
+    const int64_t k1 = std::min(w.K, (b + 1) * w.block_size);
+    int64_t k = b * w.block_size;
+    for (; k + 1 < k1; k += 2) step(k, std::true_type{});
+    if (k < k1) step(k, std::false_type{});
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int i = 0; i < P; ++i) _mm512_storeu_ps(acc + r * kNBitsAccRow + i * kNBitsPanel, c[r][i]);
+}
+
+template <int R, int P>
+void Int8Panels(const PackedNBits& w, int64_t panel, const QuantizedRows& a, float* acc) {
+  PanelOperands op[P];
+  for (int i = 0; i < P; ++i) op[i] = OperandsOf(w, panel + i);
+  const int64_t stride = op[0].stride;
+  const int64_t block_pairs = w.block_size / 2;
+  // Lane bits 0-3 and 16-19 after x | x << 12: the int16 pair (q[2p], q[2p + 1]).
+  const __m512i pair_mask = _mm512_set1_epi32(0x000F000F);
+  __m512 c[R][P];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int i = 0; i < P; ++i) c[r][i] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < w.k_blocks; ++b) {
+    PrefetchBlock(op[0], b + 2);
+    __m512i t[R][P];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+      for (int i = 0; i < P; ++i) t[r][i] = _mm512_setzero_si512();
+    const int64_t p1 = std::min(w.k_pairs, (b + 1) * block_pairs);
+    for (int64_t p = b * block_pairs; p < p1; ++p) {
+      _mm_prefetch(reinterpret_cast<const char*>(op[0].data + (p + kPrefetchPairs) * stride),
+                   _MM_HINT_T0);
+#pragma GCC unroll 4
+      for (int i = 0; i < P; ++i) {
+        const __m512i x = LoadBytes(op[i].data + p * stride);
+        const __m512i q = _mm512_ternarylogic_epi32(x, _mm512_slli_epi32(x, 12), pair_mask, kOrAnd);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) {
+          const __m512i ap = _mm512_set1_epi32(a.pairs[r * w.k_pairs + p]);
+          t[r][i] = _mm512_add_epi32(t[r][i], _mm512_madd_epi16(q, ap));
+        }
+      }
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < P; ++i) {
+      const __m512i zero = LoadBytes(op[i].zero_codes + b * stride);
+      const __m512 scale = _mm512_loadu_ps(op[i].scales + b * stride);
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) {
+        const __m512i sum = _mm512_set1_epi32(a.sums[r * w.k_blocks + b]);
+        const __m512 sa = _mm512_set1_ps(a.scales[r * w.k_blocks + b]);
+        const __m512i dot = _mm512_sub_epi32(t[r][i], _mm512_mullo_epi32(zero, sum));
+        c[r][i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(sa, scale), c[r][i]);
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int i = 0; i < P; ++i) _mm512_storeu_ps(acc + r * kNBitsAccRow + i * kNBitsPanel, c[r][i]);
+}
+
+// Runs `panels` panels for R rows, PanelsAtOnce(R) at a time.
+template <int R>
+void FloatRows(const PackedNBits& w, int64_t panel, int panels, const float* a, int64_t lda,
+               float* acc) {
+  const bool codes = !w.zero_codes.empty();
+  for (int i = 0; i < panels;) {
+    const int n = std::min(PanelsAtOnce(R), panels - i);
+    float* out = acc + i * kNBitsPanel;
+    switch (n * 2 + codes) {
+      case 2:
+        FloatPanels<R, 1, false>(w, panel + i, a, lda, out);
+        break;
+      case 3:
+        FloatPanels<R, 1, true>(w, panel + i, a, lda, out);
+        break;
+      case 4:
+        FloatPanels<R, 2, false>(w, panel + i, a, lda, out);
+        break;
+      case 5:
+        FloatPanels<R, 2, true>(w, panel + i, a, lda, out);
+        break;
+      case 6:
+        FloatPanels<R, 3, false>(w, panel + i, a, lda, out);
+        break;
+      case 7:
+        FloatPanels<R, 3, true>(w, panel + i, a, lda, out);
+        break;
+      case 8:
+        FloatPanels<R, 4, false>(w, panel + i, a, lda, out);
+        break;
+      default:
+        FloatPanels<R, 4, true>(w, panel + i, a, lda, out);
+        break;
+    }
+    i += n;
+  }
+}
+
+template <int R>
+void Int8Rows(const PackedNBits& w, int64_t panel, int panels, const QuantizedRows& a, float* acc) {
+  for (int i = 0; i < panels;) {
+    const int n = std::min(PanelsAtOnce(R), panels - i);
+    float* out = acc + i * kNBitsPanel;
+    switch (n) {
+      case 1:
+        Int8Panels<R, 1>(w, panel + i, a, out);
+        break;
+      case 2:
+        Int8Panels<R, 2>(w, panel + i, a, out);
+        break;
+      case 3:
+        Int8Panels<R, 3>(w, panel + i, a, out);
+        break;
+      default:
+        Int8Panels<R, 4>(w, panel + i, a, out);
+        break;
+    }
+    i += n;
+  }
+}
+
+void FloatPanelAvx512(const PackedNBits& w, int64_t panel, int panels, int rows, const float* a,
+                      int64_t lda, float* acc) {
+  switch (rows) {
+    case 1:
+      return FloatRows<1>(w, panel, panels, a, lda, acc);
+    case 2:
+      return FloatRows<2>(w, panel, panels, a, lda, acc);
+    case 3:
+      return FloatRows<3>(w, panel, panels, a, lda, acc);
+    default:
+      return FloatRows<4>(w, panel, panels, a, lda, acc);
+  }
+}
+
+void Int8PanelAvx512(const PackedNBits& w, int64_t panel, int panels, int rows,
+                     const QuantizedRows& a, float* acc) {
+  switch (rows) {
+    case 1:
+      return Int8Rows<1>(w, panel, panels, a, acc);
+    case 2:
+      return Int8Rows<2>(w, panel, panels, a, acc);
+    case 3:
+      return Int8Rows<3>(w, panel, panels, a, acc);
+    default:
+      return Int8Rows<4>(w, panel, panels, a, acc);
+  }
+}
+
+}  // namespace
+
+constinit const PanelKernels kAvx512Panels = {FloatPanelAvx512, Int8PanelAvx512};
+
+}  // namespace octet::nbits
