@@ -25,7 +25,7 @@ void FloatPanelScalar(const PackedNBits& w, int64_t panel, int panels, int rows,
       const int64_t b = k / w.block_size;
       const int shift = (k & 1) * 4;
       for (int j = 0; j < kNBitsPanel; ++j) {
-        const int q = (op.data[(k / 2) * op.stride + j] >> shift) & 15;
+        const int q = (op.data[(k / 2) * op.data_stride + j] >> shift) & 15;
         const int64_t at = b * op.stride + j;
         const float zero = op.zero_codes ? op.zero_codes[at] : op.zero_points[at];
         const float wv = (static_cast<float>(q) - zero) * op.scales[at];
@@ -38,21 +38,18 @@ void FloatPanelScalar(const PackedNBits& w, int64_t panel, int panels, int rows,
 
 void Int8PanelScalar(const PackedNBits& w, int64_t panel, int panels, int rows,
                      const QuantizedRows& a, float* acc) {
-  const int64_t block_pairs = w.block_size / 2;
   for (int i = 0; i < panels; ++i) {
     const PanelOperands op = OperandsOf(w, panel + i);
     float* acc_i = acc + i * kNBitsPanel;
     for (int r = 0; r < rows; ++r) std::fill_n(acc_i + r * kNBitsAccRow, kNBitsPanel, 0.f);
     for (int64_t b = 0; b < w.k_blocks; ++b) {
-      const int64_t p1 = std::min(w.k_pairs, (b + 1) * block_pairs);
+      const int64_t k1 = std::min(w.K, (b + 1) * w.block_size);
       for (int r = 0; r < rows; ++r) {
         for (int j = 0; j < kNBitsPanel; ++j) {
           int32_t dot = 0;
-          for (int64_t p = b * block_pairs; p < p1; ++p) {
-            const int32_t pair = a.pairs[r * w.k_pairs + p];
-            const uint8_t byte = op.data[p * op.stride + j];
-            dot += static_cast<int16_t>(pair & 0xFFFF) * (byte & 15) +
-                   static_cast<int16_t>(pair >> 16) * (byte >> 4);
+          for (int64_t k = b * w.block_size; k < k1; ++k) {
+            const uint8_t byte = op.data[(k / 8) * op.data_stride + 4 * j + k % 4];
+            dot += a.values[r * a.row_length + k] * ((byte >> (k % 8 / 4 * 4)) & 15);
           }
           const int64_t at = b * op.stride + j;
           dot -= op.zero_codes[at] * a.sums[r * w.k_blocks + b];
@@ -92,33 +89,34 @@ int32_t QuantizeActivation(float a, float inverse_scale) {
 }
 
 struct QuantizedA {
-  std::vector<int32_t> pairs, sums;
+  std::vector<int8_t> values;
+  std::vector<int32_t> sums;
   std::vector<float> scales;
 };
 
 QuantizedA QuantizeRows(const float* a, int64_t M, int64_t lda, int64_t K, int64_t block_size,
-                        int64_t k_blocks, int64_t k_pairs) {
+                        int64_t k_blocks, int64_t row_length) {
   QuantizedA q;
-  q.pairs.assign(M * k_pairs, 0);
+  q.values.assign(M * row_length, 0);
   q.sums.assign(M * k_blocks, 0);
   q.scales.assign(M * k_blocks, 0.f);
-  std::vector<int32_t> row(k_pairs * 2, 0);
   for (int64_t m = 0; m < M; ++m) {
     const float* am = a + m * lda;
+    int8_t* row = q.values.data() + m * row_length;
     for (int64_t b = 0; b < k_blocks; ++b) {
       const int64_t k0 = b * block_size, k1 = std::min(K, k0 + block_size);
       float amax = 0.f;
       for (int64_t k = k0; k < k1; ++k) amax = std::max(amax, std::fabs(am[k]));
       const float inverse = amax != 0.f ? 127.f / amax : 0.f;
       int32_t sum = 0;
-      for (int64_t k = k0; k < k1; ++k) sum += row[k] = QuantizeActivation(am[k], inverse);
+      for (int64_t k = k0; k < k1; ++k) {
+        const int32_t v = QuantizeActivation(am[k], inverse);
+        row[k] = static_cast<int8_t>(v);
+        sum += v;
+      }
       q.sums[m * k_blocks + b] = sum;
       q.scales[m * k_blocks + b] = amax / 127.f;
     }
-    for (int64_t p = 0; p < k_pairs; ++p)
-      q.pairs[m * k_pairs + p] = static_cast<int32_t>(
-          static_cast<uint32_t>(static_cast<uint16_t>(row[2 * p])) |
-          static_cast<uint32_t>(static_cast<uint16_t>(row[2 * p + 1])) << 16);
   }
   return q;
 }
@@ -141,8 +139,11 @@ PackedNBits PackNBits(const uint8_t* q, const float* scales, const float* zero_p
   w.block_size = block_size;
   w.k_blocks = (K + block_size - 1) / block_size;
   w.panels = (N + kNBitsPanel - 1) / kNBitsPanel;
-  w.k_pairs = (K + 1) / 2;
   w.arithmetic = arithmetic;
+  const bool int8 = arithmetic == NBitsArithmetic::kInt8;
+  w.step_k = int8 ? 8 : 2;
+  w.step_bytes = kNBitsPanel * w.step_k / 2;
+  w.k_steps = (K + w.step_k - 1) / w.step_k;
   bool codes = true;
   for (int64_t i = 0; zero_points && codes && i < N * w.k_blocks; ++i) {
     const float zero = zero_points[i];
@@ -152,7 +153,7 @@ PackedNBits PackNBits(const uint8_t* q, const float* scales, const float* zero_p
                 "[0, 15], got ",
                 zero);
   }
-  w.data.assign(w.panels * w.k_pairs * kNBitsPanel, 0);
+  w.data.assign(w.panels * w.k_steps * w.step_bytes, 0);
   const int64_t params = w.panels * w.k_blocks * kNBitsPanel;
   w.scales.assign(params, 0.f);
   if (codes)
@@ -162,12 +163,16 @@ PackedNBits PackNBits(const uint8_t* q, const float* scales, const float* zero_p
   for (int64_t n = 0; n < N; ++n) {
     const nbits::PanelOperands op = nbits::OperandsOf(w, n / kNBitsPanel);
     const int64_t j = n % kNBitsPanel;
-    const int64_t data_at = op.data - w.data.data() + j;
+    const int64_t data_at = op.data - w.data.data();
     const int64_t params_at = op.scales - w.scales.data() + j;
     for (int64_t k = 0; k < K; ++k) {
       const uint8_t v = q[n * K + k];
       OCTET_CHECK(v < 16, "4-bit matmul: weight value ", int{v}, " is not a 4-bit value");
-      w.data[data_at + (k / 2) * op.stride] |= static_cast<uint8_t>(v << ((k & 1) * 4));
+      // kFloat: byte j of pair k / 2; kInt8: byte 4 j + k % 4 of octet k / 8.
+      const int64_t at =
+          int8 ? (k / 8) * op.data_stride + 4 * j + k % 4 : (k / 2) * op.data_stride + j;
+      const int shift = int8 ? k % 8 / 4 * 4 : k % 2 * 4;
+      w.data[data_at + at] |= static_cast<uint8_t>(v << shift);
     }
     for (int64_t b = 0; b < w.k_blocks; ++b) {
       const int64_t at = params_at + b * op.stride;
@@ -190,8 +195,9 @@ void NBitsMatMul(const PackedNBits& w, int64_t M, const float* a, int64_t lda, c
   if (M == 0 || w.N == 0) return;
   const nbits::PanelKernels& kernels = nbits::KernelsFor(isa);
   const bool int8 = w.arithmetic == NBitsArithmetic::kInt8;
+  const int64_t row_length = w.k_steps * w.step_k;
   const QuantizedA qa =
-      int8 ? QuantizeRows(a, M, lda, w.K, w.block_size, w.k_blocks, w.k_pairs) : QuantizedA{};
+      int8 ? QuantizeRows(a, M, lda, w.K, w.block_size, w.k_blocks, row_length) : QuantizedA{};
   auto run = [&](int64_t p0, int64_t p1) {
     float acc[nbits::kNBitsRows * nbits::kNBitsAccRow];
     for (int64_t p = p0; p < p1;) {
@@ -200,7 +206,7 @@ void NBitsMatMul(const PackedNBits& w, int64_t M, const float* a, int64_t lda, c
       for (int64_t r0 = 0; r0 < M; r0 += nbits::kNBitsRows) {
         const int rows = static_cast<int>(std::min<int64_t>(nbits::kNBitsRows, M - r0));
         if (int8) {
-          const nbits::QuantizedRows rows_q{qa.pairs.data() + r0 * w.k_pairs,
+          const nbits::QuantizedRows rows_q{qa.values.data() + r0 * row_length, row_length,
                                             qa.sums.data() + r0 * w.k_blocks,
                                             qa.scales.data() + r0 * w.k_blocks};
           kernels.int8_panel(w, p, panels, rows, rows_q, acc);

@@ -40,15 +40,26 @@ inline constexpr int kNBitsGroup = 4;
 // 4-bit weights of a K x N product, laid out for the panel kernels.
 //
 // Panels 4g..4g+3 form group g (the last group may hold fewer; its width is its
-// panel count). Within a group the panels sit side by side, kNBitsPanel values
-// each: data holds per k pair p a row of width x 16 bytes, byte j of panel i
-// holding column 16 i + j's q[2p] (low nibble) and q[2p + 1] (high nibble);
-// scales and zero codes hold per block such a row of width x 16 values.
-// Padding (odd K, columns past N) is 0. Group g starts at 4 g x k_pairs x 16
-// bytes of data and 4 g x k_blocks x 16 values of the block parameters.
+// panel count). Within a group the panels sit side by side: data holds per k
+// step a row of width x step_bytes bytes, and scales and zero codes per block
+// a row of width x 16 values (column 16 i + j of panel i at i x 16 + j). A k
+// step is the unit the arithmetic's kernel unpacks:
+//
+// - kFloat: a k pair p, 16 bytes per panel; byte j holds column j's q[2p]
+//   (low nibble) and q[2p + 1] (high nibble).
+// - kInt8: a k octet o, 64 bytes per panel; byte 4 j + t holds column j's
+//   q[8o + t] (low nibble) and q[8o + 4 + t] (high nibble), so the low and the
+//   high nibbles are each 4 consecutive k of a column per int32 lane, what a
+//   u8 x s8 dot product of 4 takes.
+//
+// Padding (K past its last step, columns past N) is 0. Group g starts at
+// 4 g x k_steps x step_bytes bytes of data and 4 g x k_blocks x 16 values of
+// the block parameters.
 struct PackedNBits {
   int64_t K = 0, N = 0, block_size = 0, k_blocks = 0;
-  int64_t panels = 0, k_pairs = 0;  // ceil(N / kNBitsPanel), ceil(K / 2)
+  // ceil(N / kNBitsPanel); k per step and bytes per panel and step (2 and 16
+  // for kFloat, 8 and 64 for kInt8); ceil(K / step_k).
+  int64_t panels = 0, step_k = 0, step_bytes = 0, k_steps = 0;
   NBitsArithmetic arithmetic = NBitsArithmetic::kFloat;
   std::vector<uint8_t> data;
   std::vector<float> scales;

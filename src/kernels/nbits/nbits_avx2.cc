@@ -1,9 +1,10 @@
-// The AVX2 panels of kernels/nbits/nbits.h: one k pair of 16 columns (16 bytes
-// of packed weights) is unpacked once and used by every row of the tile. One
-// row runs two panels at once, so that two independent fma chains overlap.
+// The AVX2 panels of kernels/nbits/nbits.h: a k step of 16 columns is unpacked
+// once and used by every row of the tile. One row runs two panels at once, so
+// that two independent fma chains overlap.
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "kernels/nbits/nbits_kernels.h"
 
@@ -41,7 +42,7 @@ template <int R, int P>
 void FloatPanels(const PackedNBits& w, int64_t panel, const float* a, int64_t lda, float* acc) {
   PanelOperands op[P];
   for (int i = 0; i < P; ++i) op[i] = OperandsOf(w, panel + i);
-  const int64_t stride = op[0].stride;
+  const int64_t data_stride = op[0].data_stride, stride = op[0].stride;
   const __m256i nibble = _mm256_set1_epi32(15);
   __m256 c[R][P][2];
 #pragma GCC unroll 4
@@ -62,7 +63,7 @@ void FloatPanels(const PackedNBits& w, int64_t panel, const float* a, int64_t ld
       const bool pair = k + 1 < k1;  // false: odd K's last k, a low nibble alone
 #pragma GCC unroll 4
       for (int i = 0; i < P; ++i) {
-        const PairBytes q = LoadPair(op[i].data + (k / 2) * stride);
+        const PairBytes q = LoadPair(op[i].data + (k / 2) * data_stride);
         const __m256 w00 = Dequantize(_mm256_and_si256(q.lo, nibble), z[i][0], s[i][0]);
         const __m256 w01 = Dequantize(_mm256_and_si256(q.hi, nibble), z[i][1], s[i][1]);
 #pragma GCC unroll 4
@@ -93,18 +94,19 @@ void FloatPanels(const PackedNBits& w, int64_t panel, const float* a, int64_t ld
   }
 }
 
-// The lanes of one k pair as int16 pairs (q[2p], q[2p + 1]) for vpmaddwd.
-inline __m256i Int16Pairs(__m256i bytes) {
-  return _mm256_and_si256(_mm256_or_si256(bytes, _mm256_slli_epi32(bytes, 12)),
-                          _mm256_set1_epi32(0x000F000F));
+inline int32_t Int32At(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
 }
 
 template <int R, int P>
 void Int8Panels(const PackedNBits& w, int64_t panel, const QuantizedRows& a, float* acc) {
   PanelOperands op[P];
   for (int i = 0; i < P; ++i) op[i] = OperandsOf(w, panel + i);
-  const int64_t stride = op[0].stride;
-  const int64_t block_pairs = w.block_size / 2;
+  const int64_t data_stride = op[0].data_stride, stride = op[0].stride;
+  const int64_t block_octets = w.block_size / 8;
+  const __m256i nibbles = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);
   __m256 c[R][P][2];
 #pragma GCC unroll 4
   for (int r = 0; r < R; ++r)
@@ -116,17 +118,26 @@ void Int8Panels(const PackedNBits& w, int64_t panel, const QuantizedRows& a, flo
     for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
       for (int i = 0; i < P; ++i) t[r][i][0] = t[r][i][1] = _mm256_setzero_si256();
-    const int64_t p1 = std::min(w.k_pairs, (b + 1) * block_pairs);
-    for (int64_t p = b * block_pairs; p < p1; ++p) {
+    const int64_t o1 = std::min(w.k_steps, (b + 1) * block_octets);
+    for (int64_t o = b * block_octets; o < o1; ++o) {
 #pragma GCC unroll 4
       for (int i = 0; i < P; ++i) {
-        const PairBytes q = LoadPair(op[i].data + p * stride);
-        const __m256i q0 = Int16Pairs(q.lo), q1 = Int16Pairs(q.hi);
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) {  // columns 0-7, 8-15
+          // Per int32 lane (column): q[8o..8o+3] in the low nibbles, q[8o+4..8o+7] in the high.
+          const __m256i x = _mm256_loadu_si256(
+              reinterpret_cast<const __m256i*>(op[i].data + o * data_stride + 32 * h));
+          const __m256i low = _mm256_and_si256(x, nibbles);
+          const __m256i high = _mm256_and_si256(_mm256_srli_epi16(x, 4), nibbles);
 #pragma GCC unroll 4
-        for (int r = 0; r < R; ++r) {
-          const __m256i ap = _mm256_set1_epi32(a.pairs[r * w.k_pairs + p]);
-          t[r][i][0] = _mm256_add_epi32(t[r][i][0], _mm256_madd_epi16(q0, ap));
-          t[r][i][1] = _mm256_add_epi32(t[r][i][1], _mm256_madd_epi16(q1, ap));
+          for (int r = 0; r < R; ++r) {
+            const int8_t* ar = a.values + r * a.row_length + 8 * o;
+            // |q a| <= 15 x 127: four products fit the int16 sums.
+            const __m256i sums16 =
+                _mm256_add_epi16(_mm256_maddubs_epi16(low, _mm256_set1_epi32(Int32At(ar))),
+                                 _mm256_maddubs_epi16(high, _mm256_set1_epi32(Int32At(ar + 4))));
+            t[r][i][h] = _mm256_add_epi32(t[r][i][h], _mm256_madd_epi16(sums16, ones));
+          }
         }
       }
     }

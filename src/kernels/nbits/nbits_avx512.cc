@@ -4,6 +4,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstring>
 #include <type_traits>
 
 #include "kernels/nbits/nbits_kernels.h"
@@ -16,8 +17,14 @@ namespace {
 // few enough that the accumulators stay in registers.
 constexpr int PanelsAtOnce(int rows) { return rows <= 2 ? 4 : 2; }
 
-// How far ahead of the k pair being read its group's bytes are fetched.
-constexpr int64_t kPrefetchPairs = 16;
+// How far ahead of the k step being read its group's bytes are fetched.
+constexpr int64_t kPrefetchBytes = 1024;
+
+// Fetches the group's row of data kPrefetchBytes past `row`.
+inline void PrefetchAhead(const uint8_t* row, int64_t row_bytes) {
+  for (int64_t line = 0; line < row_bytes; line += 64)
+    _mm_prefetch(reinterpret_cast<const char*>(row + kPrefetchBytes + line), _MM_HINT_T0);
+}
 
 // Fetches the scales and zero codes of a block ahead (its group's row of each).
 inline void PrefetchBlock(const PanelOperands& op, int64_t b) {
@@ -25,6 +32,12 @@ inline void PrefetchBlock(const PanelOperands& op, int64_t b) {
   for (int64_t line = 0; line < op.stride * 4; line += 64) _mm_prefetch(scales + line, _MM_HINT_T0);
   if (op.zero_codes)
     _mm_prefetch(reinterpret_cast<const char*>(op.zero_codes + b * op.stride), _MM_HINT_T0);
+}
+
+inline int32_t Int32At(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
 }
 
 // 2^23 as float bits: or-ing a value v < 2^23 into its mantissa gives the float 2^23 + v.
@@ -43,7 +56,7 @@ template <int R, int P, bool kCodes>
 void FloatPanels(const PackedNBits& w, int64_t panel, const float* a, int64_t lda, float* acc) {
   PanelOperands op[P];
   for (int i = 0; i < P; ++i) op[i] = OperandsOf(w, panel + i);
-  const int64_t stride = op[0].stride;
+  const int64_t data_stride = op[0].data_stride, stride = op[0].stride;
   const __m512i nibble = _mm512_set1_epi32(15), magic = _mm512_set1_epi32(kMagic);
   __m512 c[R][P];
 #pragma GCC unroll 4
@@ -62,11 +75,10 @@ void FloatPanels(const PackedNBits& w, int64_t panel, const float* a, int64_t ld
     }
     // One k pair, or (kPair false) odd K's last k, a low nibble alone.
     auto step = [&](int64_t k, auto pair) {
-      _mm_prefetch(reinterpret_cast<const char*>(op[0].data + (k / 2 + kPrefetchPairs) * stride),
-                   _MM_HINT_T0);
+      PrefetchAhead(op[0].data + (k / 2) * data_stride, data_stride);
 #pragma GCC unroll 4
       for (int i = 0; i < P; ++i) {
-        const __m512i x = LoadBytes(op[i].data + (k / 2) * stride);
+        const __m512i x = LoadBytes(op[i].data + (k / 2) * data_stride);
         const __m512 q0 =
             kCodes ? _mm512_castsi512_ps(_mm512_ternarylogic_epi32(x, nibble, magic, kAndOr))
                    : _mm512_cvtepi32_ps(_mm512_and_si512(x, nibble));
@@ -100,10 +112,9 @@ template <int R, int P>
 void Int8Panels(const PackedNBits& w, int64_t panel, const QuantizedRows& a, float* acc) {
   PanelOperands op[P];
   for (int i = 0; i < P; ++i) op[i] = OperandsOf(w, panel + i);
-  const int64_t stride = op[0].stride;
-  const int64_t block_pairs = w.block_size / 2;
-  // Lane bits 0-3 and 16-19 after x | x << 12: the int16 pair (q[2p], q[2p + 1]).
-  const __m512i pair_mask = _mm512_set1_epi32(0x000F000F);
+  const int64_t data_stride = op[0].data_stride, stride = op[0].stride;
+  const int64_t block_octets = w.block_size / 8;
+  const __m512i nibbles = _mm512_set1_epi8(15), ones = _mm512_set1_epi16(1);
   __m512 c[R][P];
 #pragma GCC unroll 4
   for (int r = 0; r < R; ++r)
@@ -116,18 +127,23 @@ void Int8Panels(const PackedNBits& w, int64_t panel, const QuantizedRows& a, flo
     for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
       for (int i = 0; i < P; ++i) t[r][i] = _mm512_setzero_si512();
-    const int64_t p1 = std::min(w.k_pairs, (b + 1) * block_pairs);
-    for (int64_t p = b * block_pairs; p < p1; ++p) {
-      _mm_prefetch(reinterpret_cast<const char*>(op[0].data + (p + kPrefetchPairs) * stride),
-                   _MM_HINT_T0);
+    const int64_t o1 = std::min(w.k_steps, (b + 1) * block_octets);
+    for (int64_t o = b * block_octets; o < o1; ++o) {
+      PrefetchAhead(op[0].data + o * data_stride, data_stride);
 #pragma GCC unroll 4
       for (int i = 0; i < P; ++i) {
-        const __m512i x = LoadBytes(op[i].data + p * stride);
-        const __m512i q = _mm512_ternarylogic_epi32(x, _mm512_slli_epi32(x, 12), pair_mask, kOrAnd);
+        // Per int32 lane (column): q[8o..8o+3] in the low nibbles, q[8o+4..8o+7] in the high.
+        const __m512i x = _mm512_loadu_si512(op[i].data + o * data_stride);
+        const __m512i low = _mm512_and_si512(x, nibbles);
+        const __m512i high = _mm512_and_si512(_mm512_srli_epi16(x, 4), nibbles);
 #pragma GCC unroll 4
         for (int r = 0; r < R; ++r) {
-          const __m512i ap = _mm512_set1_epi32(a.pairs[r * w.k_pairs + p]);
-          t[r][i] = _mm512_add_epi32(t[r][i], _mm512_madd_epi16(q, ap));
+          const int8_t* ar = a.values + r * a.row_length + 8 * o;
+          // |q a| <= 15 x 127: four products fit the int16 sums.
+          const __m512i sums16 =
+              _mm512_add_epi16(_mm512_maddubs_epi16(low, _mm512_set1_epi32(Int32At(ar))),
+                               _mm512_maddubs_epi16(high, _mm512_set1_epi32(Int32At(ar + 4))));
+          t[r][i] = _mm512_add_epi32(t[r][i], _mm512_madd_epi16(sums16, ones));
         }
       }
     }

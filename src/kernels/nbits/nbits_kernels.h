@@ -14,30 +14,35 @@ namespace octet::nbits {
 inline constexpr int kNBitsRows = 4;
 inline constexpr int kNBitsAccRow = kNBitsGroup * kNBitsPanel;
 
-// One panel's operands in the grouped layout: column j of k pair p is
-// data[p * stride + j], of block b scales[b * stride + j] (and the zero points).
+// One panel's operands in the grouped layout: its bytes of k step s start at
+// data + s * data_stride, column j's parameters of block b are at
+// b * stride + j of scales (and of the zero points).
 struct PanelOperands {
   const uint8_t* data;
   const float* scales;
   const uint8_t* zero_codes;  // null when the zero points are floats
   const float* zero_points;   // null when they are codes
-  int64_t stride;
+  int64_t data_stride, stride;
 };
 
 inline PanelOperands OperandsOf(const PackedNBits& w, int64_t panel) {
   const int64_t first = panel / kNBitsGroup * kNBitsGroup, at = panel - first;
-  const int64_t stride = std::min<int64_t>(kNBitsGroup, w.panels - first) * kNBitsPanel;
+  const int64_t width = std::min<int64_t>(kNBitsGroup, w.panels - first);
   const int64_t params = first * w.k_blocks * kNBitsPanel + at * kNBitsPanel;
-  return {w.data.data() + first * w.k_pairs * kNBitsPanel + at * kNBitsPanel,
-          w.scales.data() + params, w.zero_codes.empty() ? nullptr : w.zero_codes.data() + params,
-          w.zero_points.empty() ? nullptr : w.zero_points.data() + params, stride};
+  return {w.data.data() + (first * w.k_steps + at) * w.step_bytes,
+          w.scales.data() + params,
+          w.zero_codes.empty() ? nullptr : w.zero_codes.data() + params,
+          w.zero_points.empty() ? nullptr : w.zero_points.data() + params,
+          width * w.step_bytes,
+          width * kNBitsPanel};
 }
 
-// Rows of A for the kInt8 arithmetic, quantized per block: pairs holds
-// q_a[2p] and q_a[2p + 1] as the low and high int16 of one int32 (k_pairs per
-// row), sums the per-block sums of q_a and scales s_a (k_blocks per row).
+// Rows of A for the kInt8 arithmetic, quantized per block: values holds q_a
+// (row_length = k_steps x 8 int8 per row, padding 0), sums the per-block sums
+// of q_a and scales s_a (k_blocks per row).
 struct QuantizedRows {
-  const int32_t* pairs;
+  const int8_t* values;
+  int64_t row_length;
   const int32_t* sums;
   const float* scales;
 };
