@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -125,6 +126,24 @@ TEST_P(NBitsIsaTest, ThreadCountsGiveTheSameBytes) {
     EXPECT_TRUE(SameBytes(one, RunPacked(c, arith, GetParam(), &two)));
     EXPECT_TRUE(SameBytes(one, RunPacked(c, arith, GetParam(), &three)));
   }
+}
+
+// The int8 arithmetic's quantization of A on values at its edges: NaN (skipped
+// by amax, quantized to 0), infinities, signed zeros, subnormals, ties of the
+// rounding (amax 127: a * (127 / amax) = a) and a block's partial vector.
+TEST_P(NBitsIsaTest, Int8QuantizationEdgeCases) {
+  Case c = MakeCase(4, 70, 20, 32, -2, true, 5);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> edges = {nan,  -0.f,  1e-40f, -1e-40f, 0.5f, 1.5f,
+                                    2.5f, -2.5f, 127.f,  -126.5f, nan};
+  // Row 0's first block and its partial last one, an infinity in rows 1 and 2.
+  for (size_t i = 0; i < edges.size(); ++i) c.a[i] = edges[i];
+  for (int64_t k = 64; k < 70; ++k) c.a[k] = edges[k - 60];
+  c.a[c.K + 40] = inf;
+  c.a[2 * c.K + 3] = -inf;
+  ASSERT_TRUE(SameBytes(RunPacked(c, NBitsArithmetic::kInt8, GetParam(), nullptr),
+                        Reference(c, NBitsArithmetic::kInt8)));
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, NBitsIsaTest, ::testing::ValuesIn(kAllIsas),

@@ -9,6 +9,17 @@
 
 namespace octet {
 
+namespace {
+
+// ONNX Runtime's (MLAS) quantization of one value of an A block.
+int32_t QuantizeActivation(float a, float inverse_scale) {
+  const float v = a * inverse_scale;
+  if (!(v >= -127.f && v <= 127.f)) return v > 0 ? 127 : (v < 0 ? -127 : 0);
+  return static_cast<int32_t>(std::nearbyint(v));
+}
+
+}  // namespace
+
 namespace nbits {
 
 namespace {
@@ -75,18 +86,26 @@ const PanelKernels& KernelsFor(Isa isa) {
 
 }  // namespace
 
-constinit const PanelKernels kScalarPanels = {FloatPanelScalar, Int8PanelScalar};
+void QuantizeBlockScalar(const float* a, int64_t count, int8_t* q, int32_t* sum, float* scale) {
+  float amax = 0.f;
+  for (int64_t k = 0; k < count; ++k) amax = std::max(amax, std::fabs(a[k]));
+  const float inverse = amax != 0.f ? 127.f / amax : 0.f;
+  int32_t total = 0;
+  for (int64_t k = 0; k < count; ++k) {
+    const int32_t v = QuantizeActivation(a[k], inverse);
+    q[k] = static_cast<int8_t>(v);
+    total += v;
+  }
+  *sum = total;
+  *scale = amax / 127.f;
+}
+
+constinit const PanelKernels kScalarPanels = {FloatPanelScalar, Int8PanelScalar,
+                                              QuantizeBlockScalar};
 
 }  // namespace nbits
 
 namespace {
-
-// ONNX Runtime's (MLAS) quantization of one value of an A block.
-int32_t QuantizeActivation(float a, float inverse_scale) {
-  const float v = a * inverse_scale;
-  if (!(v >= -127.f && v <= 127.f)) return v > 0 ? 127 : (v < 0 ? -127 : 0);
-  return static_cast<int32_t>(std::nearbyint(v));
-}
 
 struct QuantizedA {
   std::vector<int8_t> values;
@@ -94,28 +113,19 @@ struct QuantizedA {
   std::vector<float> scales;
 };
 
-QuantizedA QuantizeRows(const float* a, int64_t M, int64_t lda, int64_t K, int64_t block_size,
-                        int64_t k_blocks, int64_t row_length) {
+QuantizedA QuantizeRows(nbits::QuantizeBlockFn quantize_block, const float* a, int64_t M,
+                        int64_t lda, int64_t K, int64_t block_size, int64_t k_blocks,
+                        int64_t row_length) {
   QuantizedA q;
   q.values.assign(M * row_length, 0);
-  q.sums.assign(M * k_blocks, 0);
-  q.scales.assign(M * k_blocks, 0.f);
+  q.sums.resize(M * k_blocks);
+  q.scales.resize(M * k_blocks);
   for (int64_t m = 0; m < M; ++m) {
-    const float* am = a + m * lda;
-    int8_t* row = q.values.data() + m * row_length;
     for (int64_t b = 0; b < k_blocks; ++b) {
-      const int64_t k0 = b * block_size, k1 = std::min(K, k0 + block_size);
-      float amax = 0.f;
-      for (int64_t k = k0; k < k1; ++k) amax = std::max(amax, std::fabs(am[k]));
-      const float inverse = amax != 0.f ? 127.f / amax : 0.f;
-      int32_t sum = 0;
-      for (int64_t k = k0; k < k1; ++k) {
-        const int32_t v = QuantizeActivation(am[k], inverse);
-        row[k] = static_cast<int8_t>(v);
-        sum += v;
-      }
-      q.sums[m * k_blocks + b] = sum;
-      q.scales[m * k_blocks + b] = amax / 127.f;
+      const int64_t k0 = b * block_size;
+      quantize_block(a + m * lda + k0, std::min(K - k0, block_size),
+                     q.values.data() + m * row_length + k0, &q.sums[m * k_blocks + b],
+                     &q.scales[m * k_blocks + b]);
     }
   }
   return q;
@@ -196,8 +206,9 @@ void NBitsMatMul(const PackedNBits& w, int64_t M, const float* a, int64_t lda, c
   const nbits::PanelKernels& kernels = nbits::KernelsFor(isa);
   const bool int8 = w.arithmetic == NBitsArithmetic::kInt8;
   const int64_t row_length = w.k_steps * w.step_k;
-  const QuantizedA qa =
-      int8 ? QuantizeRows(a, M, lda, w.K, w.block_size, w.k_blocks, row_length) : QuantizedA{};
+  const QuantizedA qa = int8 ? QuantizeRows(kernels.quantize_block, a, M, lda, w.K, w.block_size,
+                                            w.k_blocks, row_length)
+                             : QuantizedA{};
   auto run = [&](int64_t p0, int64_t p1) {
     float acc[nbits::kNBitsRows * nbits::kNBitsAccRow];
     for (int64_t p = p0; p < p1;) {

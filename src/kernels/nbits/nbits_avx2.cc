@@ -220,6 +220,6 @@ void Int8PanelAvx2(const PackedNBits& w, int64_t panel, int panels, int rows,
 
 }  // namespace
 
-constinit const PanelKernels kAvx2Panels = {FloatPanelAvx2, Int8PanelAvx2};
+constinit const PanelKernels kAvx2Panels = {FloatPanelAvx2, Int8PanelAvx2, QuantizeBlockScalar};
 
 }  // namespace octet::nbits

@@ -34,6 +34,11 @@ inline void PrefetchBlock(const PanelOperands& op, int64_t b) {
     _mm_prefetch(reinterpret_cast<const char*>(op.zero_codes + b * op.stride), _MM_HINT_T0);
 }
 
+// The first min(count, 16) lanes.
+inline __mmask16 Lanes(int64_t count) {
+  return count >= 16 ? __mmask16{0xFFFF} : static_cast<__mmask16>((1u << count) - 1);
+}
+
 inline int32_t Int32At(const int8_t* p) {
   int32_t v;
   std::memcpy(&v, p, sizeof(v));
@@ -227,6 +232,33 @@ void Int8Rows(const PackedNBits& w, int64_t panel, int panels, const QuantizedRo
   }
 }
 
+// QuantizeBlockScalar's bits: max is exact in any order (a NaN is skipped, as
+// std::max skips it), the conversion rounds to nearest even as nearbyint does,
+// and the clamp sends NaN to 0 and +-inf to +-127.
+void QuantizeBlockAvx512(const float* a, int64_t count, int8_t* q, int32_t* sum, float* scale) {
+  const __m512 sign = _mm512_set1_ps(-0.f);
+  __m512 amax = _mm512_setzero_ps();
+  for (int64_t k = 0; k < count; k += 16) {
+    const __mmask16 lanes = Lanes(count - k);
+    // max(x, amax) returns amax when x is NaN.
+    amax = _mm512_max_ps(_mm512_andnot_ps(sign, _mm512_maskz_loadu_ps(lanes, a + k)), amax);
+  }
+  const float block_max = _mm512_reduce_max_ps(amax);
+  const __m512 inverse = _mm512_set1_ps(block_max != 0.f ? 127.f / block_max : 0.f);
+  const __m512 low = _mm512_set1_ps(-127.f), high = _mm512_set1_ps(127.f);
+  __m512i total = _mm512_setzero_si512();
+  for (int64_t k = 0; k < count; k += 16) {
+    const __mmask16 lanes = Lanes(count - k);
+    const __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(lanes, a + k), inverse);
+    const __mmask16 numbers = _mm512_cmp_ps_mask(v, v, _CMP_ORD_Q);
+    const __m512i r = _mm512_maskz_cvtps_epi32(numbers, _mm512_min_ps(_mm512_max_ps(v, low), high));
+    total = _mm512_add_epi32(total, r);
+    _mm512_mask_cvtepi32_storeu_epi8(q + k, lanes, r);
+  }
+  *sum = _mm512_reduce_add_epi32(total);
+  *scale = block_max / 127.f;
+}
+
 void FloatPanelAvx512(const PackedNBits& w, int64_t panel, int panels, int rows, const float* a,
                       int64_t lda, float* acc) {
   switch (rows) {
@@ -257,6 +289,7 @@ void Int8PanelAvx512(const PackedNBits& w, int64_t panel, int panels, int rows,
 
 }  // namespace
 
-constinit const PanelKernels kAvx512Panels = {FloatPanelAvx512, Int8PanelAvx512};
+constinit const PanelKernels kAvx512Panels = {FloatPanelAvx512, Int8PanelAvx512,
+                                              QuantizeBlockAvx512};
 
 }  // namespace octet::nbits

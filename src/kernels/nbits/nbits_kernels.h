@@ -52,10 +52,18 @@ using FloatPanelFn = void (*)(const PackedNBits& w, int64_t panel, int panels, i
 using Int8PanelFn = void (*)(const PackedNBits& w, int64_t panel, int panels, int rows,
                              const QuantizedRows& a, float* acc);
 
+// Quantizes one block of A (count values) for the kInt8 arithmetic: q_a to q,
+// their sum and s_a (nbits.h).
+using QuantizeBlockFn = void (*)(const float* a, int64_t count, int8_t* q, int32_t* sum,
+                                 float* scale);
+
 struct PanelKernels {
   FloatPanelFn float_panel;
   Int8PanelFn int8_panel;
+  QuantizeBlockFn quantize_block;
 };
+
+void QuantizeBlockScalar(const float* a, int64_t count, int8_t* q, int32_t* sum, float* scale);
 
 extern const PanelKernels kScalarPanels;
 #if defined(__x86_64__) || defined(_M_X64)
