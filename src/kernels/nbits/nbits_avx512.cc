@@ -20,18 +20,18 @@ constexpr int PanelsAtOnce(int rows) { return rows <= 2 ? 4 : 2; }
 // How far ahead of the k step being read its group's bytes are fetched.
 constexpr int64_t kPrefetchBytes = 1024;
 
-// Fetches the group's row of data kPrefetchBytes past `row`.
-inline void PrefetchAhead(const uint8_t* row, int64_t row_bytes) {
-  for (int64_t line = 0; line < row_bytes; line += 64)
-    _mm_prefetch(reinterpret_cast<const char*>(row + kPrefetchBytes + line), _MM_HINT_T0);
+// Prefetches `bytes` bytes from `offset` bytes past p. The address may lie past
+// the weights' end (a prefetch never faults), so it is formed as an integer.
+inline void Prefetch(const void* p, int64_t offset, int64_t bytes) {
+  const uintptr_t start = reinterpret_cast<uintptr_t>(p) + offset;
+  for (int64_t line = 0; line < bytes; line += 64)
+    _mm_prefetch(reinterpret_cast<const char*>(start + line), _MM_HINT_T0);
 }
 
-// Fetches the scales and zero codes of a block ahead (its group's row of each).
+// Fetches the scales and zero codes of block b (its group's row of each).
 inline void PrefetchBlock(const PanelOperands& op, int64_t b) {
-  const char* scales = reinterpret_cast<const char*>(op.scales + b * op.stride);
-  for (int64_t line = 0; line < op.stride * 4; line += 64) _mm_prefetch(scales + line, _MM_HINT_T0);
-  if (op.zero_codes)
-    _mm_prefetch(reinterpret_cast<const char*>(op.zero_codes + b * op.stride), _MM_HINT_T0);
+  Prefetch(op.scales, b * op.stride * 4, op.stride * 4);
+  if (op.zero_codes) Prefetch(op.zero_codes, b * op.stride, 1);
 }
 
 // The first min(count, 16) lanes.
@@ -80,7 +80,7 @@ void FloatPanels(const PackedNBits& w, int64_t panel, const float* a, int64_t ld
     }
     // One k pair, or (kPair false) odd K's last k, a low nibble alone.
     auto step = [&](int64_t k, auto pair) {
-      PrefetchAhead(op[0].data + (k / 2) * data_stride, data_stride);
+      Prefetch(op[0].data, (k / 2) * data_stride + kPrefetchBytes, data_stride);
 #pragma GCC unroll 4
       for (int i = 0; i < P; ++i) {
         const __m512i x = LoadBytes(op[i].data + (k / 2) * data_stride);
@@ -134,7 +134,7 @@ void Int8Panels(const PackedNBits& w, int64_t panel, const QuantizedRows& a, flo
       for (int i = 0; i < P; ++i) t[r][i] = _mm512_setzero_si512();
     const int64_t o1 = std::min(w.k_steps, (b + 1) * block_octets);
     for (int64_t o = b * block_octets; o < o1; ++o) {
-      PrefetchAhead(op[0].data + o * data_stride, data_stride);
+      Prefetch(op[0].data, o * data_stride + kPrefetchBytes, data_stride);
 #pragma GCC unroll 4
       for (int i = 0; i < P; ++i) {
         // Per int32 lane (column): q[8o..8o+3] in the low nibbles, q[8o+4..8o+7] in the high.
