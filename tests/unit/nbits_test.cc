@@ -99,6 +99,7 @@ TEST_P(NBitsIsaTest, MatchesTheReferenceBitForBit) {
       for (int64_t K : {bs, 3 * bs, bs + 5, 2 * bs - 1, int64_t{1}}) {
         // N: one column, part of a panel, a panel, a group of 3 panels, groups of 4 and 3.
         for (int64_t N : {1, 7, 16, 33, 100}) {
+          // M 9: the float arithmetic's GEMM form (kGemmMinRows).
           for (int64_t M : {0, 1, 2, 3, 4, 5, 9}) {
             for (int zero_mode : {-1, -2, -3, 0, 15}) {
               // The int8 arithmetic refuses float zero points (NBits.Refusals).
@@ -119,12 +120,15 @@ TEST_P(NBitsIsaTest, MatchesTheReferenceBitForBit) {
 TEST_P(NBitsIsaTest, ThreadCountsGiveTheSameBytes) {
   ThreadPool two(2), three(3);
   for (NBitsArithmetic arith : {NBitsArithmetic::kFloat, NBitsArithmetic::kInt8}) {
-    // 14 panels: the threads' shares end inside groups of panels.
-    const Case c = MakeCase(5, 640, 211, 32, -2, true, 99);
-    const std::vector<float> one = RunPacked(c, arith, GetParam(), nullptr);
-    EXPECT_TRUE(SameBytes(one, Reference(c, arith)));
-    EXPECT_TRUE(SameBytes(one, RunPacked(c, arith, GetParam(), &two)));
-    EXPECT_TRUE(SameBytes(one, RunPacked(c, arith, GetParam(), &three)));
+    // 14 panels: the threads' shares end inside groups of panels. M 20: the
+    // float arithmetic's GEMM form.
+    for (int64_t M : {5, 20}) {
+      const Case c = MakeCase(M, 640, 211, 32, -2, true, 99);
+      const std::vector<float> one = RunPacked(c, arith, GetParam(), nullptr);
+      EXPECT_TRUE(SameBytes(one, Reference(c, arith))) << M;
+      EXPECT_TRUE(SameBytes(one, RunPacked(c, arith, GetParam(), &two))) << M;
+      EXPECT_TRUE(SameBytes(one, RunPacked(c, arith, GetParam(), &three))) << M;
+    }
   }
 }
 

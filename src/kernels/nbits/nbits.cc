@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "kernels/float/sgemm.h"
 #include "kernels/nbits/nbits_kernels.h"
 
 namespace octet {
@@ -47,6 +48,18 @@ void FloatPanelScalar(const PackedNBits& w, int64_t panel, int panels, int rows,
   }
 }
 
+void DequantizePanelScalar(const PackedNBits& w, int64_t panel, float* b, int64_t ldb) {
+  const PanelOperands op = OperandsOf(w, panel);
+  for (int64_t k = 0; k < w.K; ++k) {
+    for (int j = 0; j < kNBitsPanel; ++j) {
+      const int q = (op.data[(k / 2) * op.data_stride + j] >> (k & 1) * 4) & 15;
+      const int64_t at = k / w.block_size * op.stride + j;
+      const float zero = op.zero_codes ? op.zero_codes[at] : op.zero_points[at];
+      b[k * ldb + j] = (static_cast<float>(q) - zero) * op.scales[at];
+    }
+  }
+}
+
 void Int8PanelScalar(const PackedNBits& w, int64_t panel, int panels, int rows,
                      const QuantizedRows& a, float* acc) {
   for (int i = 0; i < panels; ++i) {
@@ -76,6 +89,11 @@ void Int8PanelScalar(const PackedNBits& w, int64_t panel, int panels, int rows,
 // Below this many multiply-adds the pool's hand-off costs more than it saves.
 constexpr int64_t kParallelMinMacs = int64_t{1} << 18;
 
+// From this many rows the kFloat product dequantizes each group of panels once
+// and runs the float GEMM on it (the same fma chains), instead of unpacking the
+// weights again for every kNBitsRows rows.
+constexpr int64_t kGemmMinRows = 8;
+
 const PanelKernels& KernelsFor(Isa isa) {
 #if defined(__x86_64__) || defined(_M_X64)
   return *PickKernel(isa, "4-bit matmul", &kScalarPanels, &kAvx2Panels, &kAvx512Panels);
@@ -101,7 +119,7 @@ void QuantizeBlockScalar(const float* a, int64_t count, int8_t* q, int32_t* sum,
 }
 
 constinit const PanelKernels kScalarPanels = {FloatPanelScalar, Int8PanelScalar,
-                                              QuantizeBlockScalar};
+                                              QuantizeBlockScalar, DequantizePanelScalar};
 
 }  // namespace nbits
 
@@ -205,6 +223,31 @@ void NBitsMatMul(const PackedNBits& w, int64_t M, const float* a, int64_t lda, c
   if (M == 0 || w.N == 0) return;
   const nbits::PanelKernels& kernels = nbits::KernelsFor(isa);
   const bool int8 = w.arithmetic == NBitsArithmetic::kInt8;
+  const bool parallel = pool != nullptr && M * w.K * w.N >= nbits::kParallelMinMacs;
+  if (!int8 && M >= nbits::kGemmMinRows) {
+    const int64_t groups = (w.panels + kNBitsGroup - 1) / kNBitsGroup;
+    const SgemmPacked a_packed = SgemmPackA(a, M, w.K, lda, SgemmPathFor(isa));
+    auto run_groups = [&](int64_t g0, int64_t g1) {
+      std::vector<float> b(w.K * nbits::kNBitsAccRow);
+      for (int64_t g = g0; g < g1; ++g) {
+        const int64_t p0 = g * kNBitsGroup;
+        const int64_t ldb = std::min<int64_t>(kNBitsGroup, w.panels - p0) * kNBitsPanel;
+        for (int64_t i = 0; i * kNBitsPanel < ldb; ++i)
+          kernels.dequantize_panel(w, p0 + i, b.data() + i * kNBitsPanel, ldb);
+        const int64_t n0 = p0 * kNBitsPanel, cols = std::min(ldb, w.N - n0);
+        Sgemm(M, cols, w.K, SgemmOperand::Packed(a_packed), SgemmOperand::RowMajor(b.data(), ldb),
+              y + n0, ldy, nullptr, SgemmPathFor(isa));
+        if (bias)
+          for (int64_t m = 0; m < M; ++m)
+            for (int64_t j = 0; j < cols; ++j) y[m * ldy + n0 + j] += bias[n0 + j];
+      }
+    };
+    if (parallel)
+      ParallelFor(pool, groups, run_groups);
+    else
+      run_groups(0, groups);
+    return;
+  }
   const int64_t row_length = w.k_steps * w.step_k;
   const QuantizedA qa = int8 ? QuantizeRows(kernels.quantize_block, a, M, lda, w.K, w.block_size,
                                             w.k_blocks, row_length)
@@ -235,7 +278,7 @@ void NBitsMatMul(const PackedNBits& w, int64_t M, const float* a, int64_t lda, c
       p += panels;
     }
   };
-  if (pool != nullptr && M * w.K * w.N >= nbits::kParallelMinMacs)
+  if (parallel)
     ParallelFor(pool, w.panels, run);
   else
     run(0, w.panels);

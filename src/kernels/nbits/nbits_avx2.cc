@@ -171,6 +171,25 @@ void Int8Panels(const PackedNBits& w, int64_t panel, const QuantizedRows& a, flo
   }
 }
 
+void DequantizePanelAvx2(const PackedNBits& w, int64_t panel, float* out, int64_t ldb) {
+  const PanelOperands op = OperandsOf(w, panel);
+  const __m256i nibble = _mm256_set1_epi32(15);
+  for (int64_t b = 0; b < w.k_blocks; ++b) {
+    const __m256 s0 = _mm256_loadu_ps(op.scales + b * op.stride);
+    const __m256 s1 = _mm256_loadu_ps(op.scales + b * op.stride + 8);
+    const __m256 z0 = LoadZero(op, b * op.stride), z1 = LoadZero(op, b * op.stride + 8);
+    const int64_t k1 = std::min(w.K, (b + 1) * w.block_size);
+    for (int64_t k = b * w.block_size; k < k1; k += 2) {
+      const PairBytes q = LoadPair(op.data + (k / 2) * op.data_stride);
+      _mm256_storeu_ps(out + k * ldb, Dequantize(_mm256_and_si256(q.lo, nibble), z0, s0));
+      _mm256_storeu_ps(out + k * ldb + 8, Dequantize(_mm256_and_si256(q.hi, nibble), z1, s1));
+      if (k + 1 == k1) break;  // odd K: the last k is a low nibble alone
+      _mm256_storeu_ps(out + (k + 1) * ldb, Dequantize(_mm256_srli_epi32(q.lo, 4), z0, s0));
+      _mm256_storeu_ps(out + (k + 1) * ldb + 8, Dequantize(_mm256_srli_epi32(q.hi, 4), z1, s1));
+    }
+  }
+}
+
 template <int R>
 void FloatRows(const PackedNBits& w, int64_t panel, int panels, const float* a, int64_t lda,
                float* acc) {
@@ -220,6 +239,7 @@ void Int8PanelAvx2(const PackedNBits& w, int64_t panel, int panels, int rows,
 
 }  // namespace
 
-constinit const PanelKernels kAvx2Panels = {FloatPanelAvx2, Int8PanelAvx2, QuantizeBlockScalar};
+constinit const PanelKernels kAvx2Panels = {FloatPanelAvx2, Int8PanelAvx2, QuantizeBlockScalar,
+                                            DequantizePanelAvx2};
 
 }  // namespace octet::nbits

@@ -55,14 +55,43 @@ inline __m512i LoadBytes(const uint8_t* p) {
   return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 
-// kCodes: the zero points are integers, and 2^23 + q - (2^23 + zp) is exactly
-// float(q) - zp, so the code unpacks straight into a float (no conversion).
+// The kFloat unpacking. kCodes: the zero points are integers, and
+// 2^23 + q - (2^23 + zp) is exactly float(q) - zp, so a code unpacks straight
+// into a float (no conversion); else float(q) - zp as written.
+template <bool kCodes>
+struct FloatCodes {
+  // The block's value subtracted from the unpacked codes.
+  static __m512 Offset(const PanelOperands& op, int64_t at) {
+    if constexpr (kCodes)
+      return _mm512_castsi512_ps(
+          _mm512_or_si512(LoadBytes(op.zero_codes + at), _mm512_set1_epi32(kMagic)));
+    else
+      return _mm512_loadu_ps(op.zero_points + at);
+  }
+  // The low and the high nibble of each lane's byte x.
+  static __m512 Low(__m512i x) {
+    const __m512i nibble = _mm512_set1_epi32(15);
+    if constexpr (kCodes)
+      return _mm512_castsi512_ps(
+          _mm512_ternarylogic_epi32(x, nibble, _mm512_set1_epi32(kMagic), kAndOr));
+    else
+      return _mm512_cvtepi32_ps(_mm512_and_si512(x, nibble));
+  }
+  static __m512 High(__m512i x) {
+    const __m512i high = _mm512_srli_epi32(x, 4);
+    if constexpr (kCodes)
+      return _mm512_castsi512_ps(_mm512_or_si512(high, _mm512_set1_epi32(kMagic)));
+    else
+      return _mm512_cvtepi32_ps(high);
+  }
+};
+
 template <int R, int P, bool kCodes>
 void FloatPanels(const PackedNBits& w, int64_t panel, const float* a, int64_t lda, float* acc) {
+  using Codes = FloatCodes<kCodes>;
   PanelOperands op[P];
   for (int i = 0; i < P; ++i) op[i] = OperandsOf(w, panel + i);
   const int64_t data_stride = op[0].data_stride, stride = op[0].stride;
-  const __m512i nibble = _mm512_set1_epi32(15), magic = _mm512_set1_epi32(kMagic);
   __m512 c[R][P];
 #pragma GCC unroll 4
   for (int r = 0; r < R; ++r)
@@ -74,9 +103,7 @@ void FloatPanels(const PackedNBits& w, int64_t panel, const float* a, int64_t ld
 #pragma GCC unroll 4
     for (int i = 0; i < P; ++i) {
       scale[i] = _mm512_loadu_ps(op[i].scales + b * stride);
-      offset[i] = kCodes ? _mm512_castsi512_ps(
-                               _mm512_or_si512(LoadBytes(op[i].zero_codes + b * stride), magic))
-                         : _mm512_loadu_ps(op[i].zero_points + b * stride);
+      offset[i] = Codes::Offset(op[i], b * stride);
     }
     // One k pair, or (kPair false) odd K's last k, a low nibble alone.
     auto step = [&](int64_t k, auto pair) {
@@ -84,18 +111,12 @@ void FloatPanels(const PackedNBits& w, int64_t panel, const float* a, int64_t ld
 #pragma GCC unroll 4
       for (int i = 0; i < P; ++i) {
         const __m512i x = LoadBytes(op[i].data + (k / 2) * data_stride);
-        const __m512 q0 =
-            kCodes ? _mm512_castsi512_ps(_mm512_ternarylogic_epi32(x, nibble, magic, kAndOr))
-                   : _mm512_cvtepi32_ps(_mm512_and_si512(x, nibble));
-        const __m512 w0 = _mm512_mul_ps(_mm512_sub_ps(q0, offset[i]), scale[i]);
+        const __m512 w0 = _mm512_mul_ps(_mm512_sub_ps(Codes::Low(x), offset[i]), scale[i]);
 #pragma GCC unroll 4
         for (int r = 0; r < R; ++r)
           c[r][i] = _mm512_fmadd_ps(_mm512_set1_ps(a[r * lda + k]), w0, c[r][i]);
         if constexpr (decltype(pair)::value) {
-          const __m512i high = _mm512_srli_epi32(x, 4);
-          const __m512 q1 =
-              kCodes ? _mm512_castsi512_ps(_mm512_or_si512(high, magic)) : _mm512_cvtepi32_ps(high);
-          const __m512 w1 = _mm512_mul_ps(_mm512_sub_ps(q1, offset[i]), scale[i]);
+          const __m512 w1 = _mm512_mul_ps(_mm512_sub_ps(Codes::High(x), offset[i]), scale[i]);
 #pragma GCC unroll 4
           for (int r = 0; r < R; ++r)
             c[r][i] = _mm512_fmadd_ps(_mm512_set1_ps(a[r * lda + k + 1]), w1, c[r][i]);
@@ -259,6 +280,31 @@ void QuantizeBlockAvx512(const float* a, int64_t count, int8_t* q, int32_t* sum,
   *scale = block_max / 127.f;
 }
 
+template <bool kCodes>
+void DequantizePanel(const PackedNBits& w, int64_t panel, float* out, int64_t ldb) {
+  using Codes = FloatCodes<kCodes>;
+  const PanelOperands op = OperandsOf(w, panel);
+  for (int64_t b = 0; b < w.k_blocks; ++b) {
+    const __m512 scale = _mm512_loadu_ps(op.scales + b * op.stride);
+    const __m512 offset = Codes::Offset(op, b * op.stride);
+    const int64_t k1 = std::min(w.K, (b + 1) * w.block_size);
+    for (int64_t k = b * w.block_size; k < k1; k += 2) {
+      const __m512i x = LoadBytes(op.data + (k / 2) * op.data_stride);
+      _mm512_storeu_ps(out + k * ldb, _mm512_mul_ps(_mm512_sub_ps(Codes::Low(x), offset), scale));
+      if (k + 1 < k1)
+        _mm512_storeu_ps(out + (k + 1) * ldb,
+                         _mm512_mul_ps(_mm512_sub_ps(Codes::High(x), offset), scale));
+    }
+  }
+}
+
+void DequantizePanelAvx512(const PackedNBits& w, int64_t panel, float* out, int64_t ldb) {
+  if (w.zero_codes.empty())
+    DequantizePanel<false>(w, panel, out, ldb);
+  else
+    DequantizePanel<true>(w, panel, out, ldb);
+}
+
 void FloatPanelAvx512(const PackedNBits& w, int64_t panel, int panels, int rows, const float* a,
                       int64_t lda, float* acc) {
   switch (rows) {
@@ -290,6 +336,6 @@ void Int8PanelAvx512(const PackedNBits& w, int64_t panel, int panels, int rows,
 }  // namespace
 
 constinit const PanelKernels kAvx512Panels = {FloatPanelAvx512, Int8PanelAvx512,
-                                              QuantizeBlockAvx512};
+                                              QuantizeBlockAvx512, DequantizePanelAvx512};
 
 }  // namespace octet::nbits

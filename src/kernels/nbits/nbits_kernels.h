@@ -57,10 +57,15 @@ using Int8PanelFn = void (*)(const PackedNBits& w, int64_t panel, int panels, in
 using QuantizeBlockFn = void (*)(const float* a, int64_t count, int8_t* q, int32_t* sum,
                                  float* scale);
 
+// Writes one kFloat panel's weights w = (float(q) - zp) * s as floats: k's 16
+// columns at b + k * ldb.
+using DequantizePanelFn = void (*)(const PackedNBits& w, int64_t panel, float* b, int64_t ldb);
+
 struct PanelKernels {
   FloatPanelFn float_panel;
   Int8PanelFn int8_panel;
   QuantizeBlockFn quantize_block;
+  DequantizePanelFn dequantize_panel;
 };
 
 void QuantizeBlockScalar(const float* a, int64_t count, int8_t* q, int32_t* sum, float* scale);
