@@ -4,7 +4,6 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <cstring>
 
 #include "kernels/nbits/nbits_kernels.h"
 
@@ -92,12 +91,6 @@ void FloatPanels(const PackedNBits& w, int64_t panel, const float* a, int64_t ld
       _mm256_storeu_ps(acc + r * kNBitsAccRow + i * kNBitsPanel + 8, c[r][i][1]);
     }
   }
-}
-
-inline int32_t Int32At(const int8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
 }
 
 template <int R, int P>

@@ -4,14 +4,16 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <cstring>
 #include <type_traits>
 
 #include "kernels/nbits/nbits_kernels.h"
+#include "kernels/simd_avx512.h"
 
 namespace octet::nbits {
 
 namespace {
+
+using simd::Avx512;
 
 // The panels one call runs at once: enough chains to hide the fma latency,
 // few enough that the accumulators stay in registers.
@@ -34,21 +36,10 @@ inline void PrefetchBlock(const PanelOperands& op, int64_t b) {
   if (op.zero_codes) Prefetch(op.zero_codes, b * op.stride, 1);
 }
 
-// The first min(count, 16) lanes.
-inline __mmask16 Lanes(int64_t count) {
-  return count >= 16 ? __mmask16{0xFFFF} : static_cast<__mmask16>((1u << count) - 1);
-}
-
-inline int32_t Int32At(const int8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
-
 // 2^23 as float bits: or-ing a value v < 2^23 into its mantissa gives the float 2^23 + v.
 constexpr int kMagic = 0x4B000000;
-// _mm512_ternarylogic_epi32 immediates: (a & b) | c and (a | b) & c.
-constexpr int kAndOr = 0xEA, kOrAnd = 0xA8;
+// The _mm512_ternarylogic_epi32 immediate of (a & b) | c.
+constexpr int kAndOr = 0xEA;
 
 // 16 columns' bytes of one k pair (or 16 zero codes), one per int32 lane.
 inline __m512i LoadBytes(const uint8_t* p) {
@@ -260,7 +251,7 @@ void QuantizeBlockAvx512(const float* a, int64_t count, int8_t* q, int32_t* sum,
   const __m512 sign = _mm512_set1_ps(-0.f);
   __m512 amax = _mm512_setzero_ps();
   for (int64_t k = 0; k < count; k += 16) {
-    const __mmask16 lanes = Lanes(count - k);
+    const __mmask16 lanes = Avx512::FirstLanes(static_cast<int>(std::min<int64_t>(count - k, 16)));
     // max(x, amax) returns amax when x is NaN.
     amax = _mm512_max_ps(_mm512_andnot_ps(sign, _mm512_maskz_loadu_ps(lanes, a + k)), amax);
   }
@@ -269,7 +260,7 @@ void QuantizeBlockAvx512(const float* a, int64_t count, int8_t* q, int32_t* sum,
   const __m512 low = _mm512_set1_ps(-127.f), high = _mm512_set1_ps(127.f);
   __m512i total = _mm512_setzero_si512();
   for (int64_t k = 0; k < count; k += 16) {
-    const __mmask16 lanes = Lanes(count - k);
+    const __mmask16 lanes = Avx512::FirstLanes(static_cast<int>(std::min<int64_t>(count - k, 16)));
     const __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(lanes, a + k), inverse);
     const __mmask16 numbers = _mm512_cmp_ps_mask(v, v, _CMP_ORD_Q);
     const __m512i r = _mm512_maskz_cvtps_epi32(numbers, _mm512_min_ps(_mm512_max_ps(v, low), high));

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 #include "kernels/nbits/nbits.h"
 
@@ -46,6 +47,13 @@ struct QuantizedRows {
   const int32_t* sums;
   const float* scales;
 };
+
+// Four int8 of quantized A as one int32, for a broadcast to every lane.
+inline int32_t Int32At(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
 
 using FloatPanelFn = void (*)(const PackedNBits& w, int64_t panel, int panels, int rows,
                               const float* a, int64_t lda, float* acc);
