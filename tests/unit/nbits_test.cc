@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -23,7 +24,8 @@ struct Case {
   int64_t k_blocks() const { return (K + block_size - 1) / block_size; }
 };
 
-// zero_mode: -1 absent, -2 random, else every zero point that value.
+// zero_mode: -1 absent, -2 random codes, -3 random floats (not integers), else
+// every zero point that value.
 Case MakeCase(int64_t M, int64_t K, int64_t N, int64_t bs, int zero_mode, bool bias,
               uint32_t seed) {
   std::mt19937 rng(seed);
@@ -37,7 +39,10 @@ Case MakeCase(int64_t M, int64_t K, int64_t N, int64_t bs, int zero_mode, bool b
   c.has_zero = zero_mode != -1;
   if (c.has_zero) {
     c.zero.resize(N * c.k_blocks());
-    for (auto& z : c.zero) z = static_cast<float>(zero_mode == -2 ? nibble(rng) : zero_mode);
+    for (auto& z : c.zero) {
+      z = static_cast<float>(zero_mode == -2 ? nibble(rng) : zero_mode);
+      if (zero_mode == -3) z = nibble(rng) + 0.25f + 0.5f * std::fabs(unit(rng));
+    }
   }
   c.a.resize(M * K);
   for (auto& v : c.a) v = unit(rng) * std::ldexp(1.f, nibble(rng) % 8 - 4);
@@ -92,9 +97,13 @@ TEST_P(NBitsIsaTest, MatchesTheReferenceBitForBit) {
     for (int64_t bs : {16, 32, 128}) {
       // K = one block, several, not a multiple of the block, odd, and one k.
       for (int64_t K : {bs, 3 * bs, bs + 5, 2 * bs - 1, int64_t{1}}) {
-        for (int64_t N : {1, 7, 16, 33}) {
+        // N: one column, part of a panel, a panel, a group of 3 panels, groups of 4 and 3.
+        for (int64_t N : {1, 7, 16, 33, 100}) {
+          // M 9: the float arithmetic's GEMM form (kGemmMinRows).
           for (int64_t M : {0, 1, 2, 3, 4, 5, 9}) {
-            for (int zero_mode : {-1, -2, 0, 15}) {
+            for (int zero_mode : {-1, -2, -3, 0, 15}) {
+              // The int8 arithmetic refuses float zero points (NBits.Refusals).
+              if (zero_mode == -3 && arith == NBitsArithmetic::kInt8) continue;
               const Case c = MakeCase(M, K, N, bs, zero_mode, seed % 2 == 0, seed);
               ++seed;
               ASSERT_TRUE(SameBytes(RunPacked(c, arith, GetParam(), nullptr), Reference(c, arith)))
@@ -111,12 +120,34 @@ TEST_P(NBitsIsaTest, MatchesTheReferenceBitForBit) {
 TEST_P(NBitsIsaTest, ThreadCountsGiveTheSameBytes) {
   ThreadPool two(2), three(3);
   for (NBitsArithmetic arith : {NBitsArithmetic::kFloat, NBitsArithmetic::kInt8}) {
-    const Case c = MakeCase(5, 640, 211, 32, -2, true, 99);
-    const std::vector<float> one = RunPacked(c, arith, GetParam(), nullptr);
-    EXPECT_TRUE(SameBytes(one, Reference(c, arith)));
-    EXPECT_TRUE(SameBytes(one, RunPacked(c, arith, GetParam(), &two)));
-    EXPECT_TRUE(SameBytes(one, RunPacked(c, arith, GetParam(), &three)));
+    // 14 panels: the threads' shares end inside groups of panels. M 20: the
+    // float arithmetic's GEMM form.
+    for (int64_t M : {5, 20}) {
+      const Case c = MakeCase(M, 640, 211, 32, -2, true, 99);
+      const std::vector<float> one = RunPacked(c, arith, GetParam(), nullptr);
+      EXPECT_TRUE(SameBytes(one, Reference(c, arith))) << M;
+      EXPECT_TRUE(SameBytes(one, RunPacked(c, arith, GetParam(), &two))) << M;
+      EXPECT_TRUE(SameBytes(one, RunPacked(c, arith, GetParam(), &three))) << M;
+    }
   }
+}
+
+// The int8 arithmetic's quantization of A on values at its edges: NaN (skipped
+// by amax, quantized to 0), infinities, signed zeros, subnormals, ties of the
+// rounding (amax 127: a * (127 / amax) = a) and a block's partial vector.
+TEST_P(NBitsIsaTest, Int8QuantizationEdgeCases) {
+  Case c = MakeCase(4, 70, 20, 32, -2, true, 5);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> edges = {nan,  -0.f,  1e-40f, -1e-40f, 0.5f, 1.5f,
+                                    2.5f, -2.5f, 127.f,  -126.5f, nan};
+  // Row 0's first block and its partial last one, an infinity in rows 1 and 2.
+  for (size_t i = 0; i < edges.size(); ++i) c.a[i] = edges[i];
+  for (int64_t k = 64; k < 70; ++k) c.a[k] = edges[k - 60];
+  c.a[c.K + 40] = inf;
+  c.a[2 * c.K + 3] = -inf;
+  ASSERT_TRUE(SameBytes(RunPacked(c, NBitsArithmetic::kInt8, GetParam(), nullptr),
+                        Reference(c, NBitsArithmetic::kInt8)));
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, NBitsIsaTest, ::testing::ValuesIn(kAllIsas),

@@ -5,78 +5,10 @@
 
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "kernels/float/sgemm.h"
 #include "kernels/nbits/nbits_kernels.h"
 
 namespace octet {
-
-namespace nbits {
-
-namespace {
-
-// The statement the vector paths are tested against: plain loops in the
-// contract's order.
-void FloatPanelScalar(const PackedNBits& w, int64_t panel, int rows, const float* a, int64_t lda,
-                      float* acc) {
-  const uint8_t* data = w.data.data() + panel * w.k_pairs * kNBitsPanel;
-  const float* scale = w.scales.data() + panel * w.k_blocks * kNBitsPanel;
-  const float* zero = w.zero_points.data() + panel * w.k_blocks * kNBitsPanel;
-  std::fill(acc, acc + rows * kNBitsPanel, 0.f);
-  for (int64_t k = 0; k < w.K; ++k) {
-    const int64_t b = k / w.block_size;
-    const int shift = (k & 1) * 4;
-    for (int j = 0; j < kNBitsPanel; ++j) {
-      const int q = (data[(k / 2) * kNBitsPanel + j] >> shift) & 15;
-      const float wv = (static_cast<float>(q) - zero[b * kNBitsPanel + j]) *
-                       scale[b * kNBitsPanel + j];
-      for (int r = 0; r < rows; ++r)
-        acc[r * kNBitsPanel + j] = std::fma(a[r * lda + k], wv, acc[r * kNBitsPanel + j]);
-    }
-  }
-}
-
-void Int8PanelScalar(const PackedNBits& w, int64_t panel, int rows, const QuantizedRows& a,
-                     float* acc) {
-  const uint8_t* data = w.data.data() + panel * w.k_pairs * kNBitsPanel;
-  const float* scale = w.scales.data() + panel * w.k_blocks * kNBitsPanel;
-  const int32_t* zero = w.int_zero_points.data() + panel * w.k_blocks * kNBitsPanel;
-  std::fill(acc, acc + rows * kNBitsPanel, 0.f);
-  const int64_t block_pairs = w.block_size / 2;
-  for (int64_t b = 0; b < w.k_blocks; ++b) {
-    const int64_t p1 = std::min(w.k_pairs, (b + 1) * block_pairs);
-    for (int r = 0; r < rows; ++r) {
-      for (int j = 0; j < kNBitsPanel; ++j) {
-        int32_t dot = 0;
-        for (int64_t p = b * block_pairs; p < p1; ++p) {
-          const int32_t pair = a.pairs[r * w.k_pairs + p];
-          const uint8_t byte = data[p * kNBitsPanel + j];
-          dot += static_cast<int16_t>(pair & 0xFFFF) * (byte & 15) +
-                 static_cast<int16_t>(pair >> 16) * (byte >> 4);
-        }
-        dot -= zero[b * kNBitsPanel + j] * a.sums[r * w.k_blocks + b];
-        const float s = a.scales[r * w.k_blocks + b] * scale[b * kNBitsPanel + j];
-        acc[r * kNBitsPanel + j] = std::fma(static_cast<float>(dot), s, acc[r * kNBitsPanel + j]);
-      }
-    }
-  }
-}
-
-// Below this many multiply-adds the pool's hand-off costs more than it saves.
-constexpr int64_t kParallelMinMacs = int64_t{1} << 18;
-
-const PanelKernels& KernelsFor(Isa isa) {
-#if defined(__x86_64__) || defined(_M_X64)
-  // The AVX-512 CPUs run the AVX2 panels: the product is bound by the weights' bytes.
-  return *PickKernel(isa, "4-bit matmul", &kScalarPanels, &kAvx2Panels, &kAvx2Panels);
-#else
-  return *PickKernel(isa, "4-bit matmul", &kScalarPanels, &kScalarPanels, &kScalarPanels);
-#endif
-}
-
-}  // namespace
-
-constinit const PanelKernels kScalarPanels = {FloatPanelScalar, Int8PanelScalar};
-
-}  // namespace nbits
 
 namespace {
 
@@ -87,34 +19,132 @@ int32_t QuantizeActivation(float a, float inverse_scale) {
   return static_cast<int32_t>(std::nearbyint(v));
 }
 
+}  // namespace
+
+namespace nbits {
+
+namespace {
+
+// The statement the vector paths are tested against: plain loops in the
+// contract's order.
+void FloatPanelScalar(const PackedNBits& w, int64_t panel, int panels, int rows, const float* a,
+                      int64_t lda, float* acc) {
+  for (int i = 0; i < panels; ++i) {
+    const PanelOperands op = OperandsOf(w, panel + i);
+    float* acc_i = acc + i * kNBitsPanel;
+    for (int r = 0; r < rows; ++r) std::fill_n(acc_i + r * kNBitsAccRow, kNBitsPanel, 0.f);
+    for (int64_t k = 0; k < w.K; ++k) {
+      const int64_t b = k / w.block_size;
+      const int shift = (k & 1) * 4;
+      for (int j = 0; j < kNBitsPanel; ++j) {
+        const int q = (op.data[(k / 2) * op.data_stride + j] >> shift) & 15;
+        const int64_t at = b * op.stride + j;
+        const float zero = op.zero_codes ? op.zero_codes[at] : op.zero_points[at];
+        const float wv = (static_cast<float>(q) - zero) * op.scales[at];
+        for (int r = 0; r < rows; ++r)
+          acc_i[r * kNBitsAccRow + j] = std::fma(a[r * lda + k], wv, acc_i[r * kNBitsAccRow + j]);
+      }
+    }
+  }
+}
+
+void DequantizePanelScalar(const PackedNBits& w, int64_t panel, float* b, int64_t ldb) {
+  const PanelOperands op = OperandsOf(w, panel);
+  for (int64_t k = 0; k < w.K; ++k) {
+    for (int j = 0; j < kNBitsPanel; ++j) {
+      const int q = (op.data[(k / 2) * op.data_stride + j] >> (k & 1) * 4) & 15;
+      const int64_t at = k / w.block_size * op.stride + j;
+      const float zero = op.zero_codes ? op.zero_codes[at] : op.zero_points[at];
+      b[k * ldb + j] = (static_cast<float>(q) - zero) * op.scales[at];
+    }
+  }
+}
+
+void Int8PanelScalar(const PackedNBits& w, int64_t panel, int panels, int rows,
+                     const QuantizedRows& a, float* acc) {
+  for (int i = 0; i < panels; ++i) {
+    const PanelOperands op = OperandsOf(w, panel + i);
+    float* acc_i = acc + i * kNBitsPanel;
+    for (int r = 0; r < rows; ++r) std::fill_n(acc_i + r * kNBitsAccRow, kNBitsPanel, 0.f);
+    for (int64_t b = 0; b < w.k_blocks; ++b) {
+      const int64_t k1 = std::min(w.K, (b + 1) * w.block_size);
+      for (int r = 0; r < rows; ++r) {
+        for (int j = 0; j < kNBitsPanel; ++j) {
+          int32_t dot = 0;
+          for (int64_t k = b * w.block_size; k < k1; ++k) {
+            const uint8_t byte = op.data[(k / 8) * op.data_stride + 4 * j + k % 4];
+            dot += a.values[r * a.row_length + k] * ((byte >> (k % 8 / 4 * 4)) & 15);
+          }
+          const int64_t at = b * op.stride + j;
+          dot -= op.zero_codes[at] * a.sums[r * w.k_blocks + b];
+          const float s = a.scales[r * w.k_blocks + b] * op.scales[at];
+          float& c = acc_i[r * kNBitsAccRow + j];
+          c = std::fma(static_cast<float>(dot), s, c);
+        }
+      }
+    }
+  }
+}
+
+// Below this many multiply-adds the pool's hand-off costs more than it saves.
+constexpr int64_t kParallelMinMacs = int64_t{1} << 18;
+
+// From this many rows the kFloat product dequantizes each group of panels once
+// and runs the float GEMM on it (the same fma chains), instead of unpacking the
+// weights again for every kNBitsRows rows.
+constexpr int64_t kGemmMinRows = 8;
+
+const PanelKernels& KernelsFor(Isa isa) {
+#if defined(__x86_64__) || defined(_M_X64)
+  return *PickKernel(isa, "4-bit matmul", &kScalarPanels, &kAvx2Panels, &kAvx512Panels);
+#else
+  return *PickKernel(isa, "4-bit matmul", &kScalarPanels, &kScalarPanels, &kScalarPanels);
+#endif
+}
+
+}  // namespace
+
+void QuantizeBlockScalar(const float* a, int64_t count, int8_t* q, int32_t* sum, float* scale) {
+  float amax = 0.f;
+  for (int64_t k = 0; k < count; ++k) amax = std::max(amax, std::fabs(a[k]));
+  const float inverse = amax != 0.f ? 127.f / amax : 0.f;
+  int32_t total = 0;
+  for (int64_t k = 0; k < count; ++k) {
+    const int32_t v = QuantizeActivation(a[k], inverse);
+    q[k] = static_cast<int8_t>(v);
+    total += v;
+  }
+  *sum = total;
+  *scale = amax / 127.f;
+}
+
+constinit const PanelKernels kScalarPanels = {FloatPanelScalar, Int8PanelScalar,
+                                              QuantizeBlockScalar, DequantizePanelScalar};
+
+}  // namespace nbits
+
+namespace {
+
 struct QuantizedA {
-  std::vector<int32_t> pairs, sums;
+  std::vector<int8_t> values;
+  std::vector<int32_t> sums;
   std::vector<float> scales;
 };
 
-QuantizedA QuantizeRows(const float* a, int64_t M, int64_t lda, int64_t K, int64_t block_size,
-                        int64_t k_blocks, int64_t k_pairs) {
+QuantizedA QuantizeRows(nbits::QuantizeBlockFn quantize_block, const float* a, int64_t M,
+                        int64_t lda, int64_t K, int64_t block_size, int64_t k_blocks,
+                        int64_t row_length) {
   QuantizedA q;
-  q.pairs.assign(M * k_pairs, 0);
-  q.sums.assign(M * k_blocks, 0);
-  q.scales.assign(M * k_blocks, 0.f);
-  std::vector<int32_t> row(k_pairs * 2, 0);
+  q.values.assign(M * row_length, 0);
+  q.sums.resize(M * k_blocks);
+  q.scales.resize(M * k_blocks);
   for (int64_t m = 0; m < M; ++m) {
-    const float* am = a + m * lda;
     for (int64_t b = 0; b < k_blocks; ++b) {
-      const int64_t k0 = b * block_size, k1 = std::min(K, k0 + block_size);
-      float amax = 0.f;
-      for (int64_t k = k0; k < k1; ++k) amax = std::max(amax, std::fabs(am[k]));
-      const float inverse = amax != 0.f ? 127.f / amax : 0.f;
-      int32_t sum = 0;
-      for (int64_t k = k0; k < k1; ++k) sum += row[k] = QuantizeActivation(am[k], inverse);
-      q.sums[m * k_blocks + b] = sum;
-      q.scales[m * k_blocks + b] = amax / 127.f;
+      const int64_t k0 = b * block_size;
+      quantize_block(a + m * lda + k0, std::min(K - k0, block_size),
+                     q.values.data() + m * row_length + k0, &q.sums[m * k_blocks + b],
+                     &q.scales[m * k_blocks + b]);
     }
-    for (int64_t p = 0; p < k_pairs; ++p)
-      q.pairs[m * k_pairs + p] = static_cast<int32_t>(
-          static_cast<uint32_t>(static_cast<uint16_t>(row[2 * p])) |
-          static_cast<uint32_t>(static_cast<uint16_t>(row[2 * p + 1])) << 16);
   }
   return q;
 }
@@ -137,37 +167,51 @@ PackedNBits PackNBits(const uint8_t* q, const float* scales, const float* zero_p
   w.block_size = block_size;
   w.k_blocks = (K + block_size - 1) / block_size;
   w.panels = (N + kNBitsPanel - 1) / kNBitsPanel;
-  w.k_pairs = (K + 1) / 2;
   w.arithmetic = arithmetic;
-  w.data.assign(w.panels * w.k_pairs * kNBitsPanel, 0);
+  const bool int8 = arithmetic == NBitsArithmetic::kInt8;
+  w.step_k = int8 ? 8 : 2;
+  w.step_bytes = kNBitsPanel * w.step_k / 2;
+  w.k_steps = (K + w.step_k - 1) / w.step_k;
+  bool codes = true;
+  for (int64_t i = 0; zero_points && codes && i < N * w.k_blocks; ++i) {
+    const float zero = zero_points[i];
+    codes = zero == std::floor(zero) && zero >= 0.f && zero <= 15.f;
+    OCTET_CHECK(codes || arithmetic == NBitsArithmetic::kFloat,
+                "4-bit matmul: the int8 arithmetic needs zero points that are integers in "
+                "[0, 15], got ",
+                zero);
+  }
+  w.data.assign(w.panels * w.k_steps * w.step_bytes, 0);
   const int64_t params = w.panels * w.k_blocks * kNBitsPanel;
   w.scales.assign(params, 0.f);
-  std::vector<float> zero(params, 8.f);
+  if (codes)
+    w.zero_codes.assign(params, 8);
+  else
+    w.zero_points.assign(params, 8.f);
   for (int64_t n = 0; n < N; ++n) {
-    const int64_t panel = n / kNBitsPanel, j = n % kNBitsPanel;
-    uint8_t* out = w.data.data() + panel * w.k_pairs * kNBitsPanel + j;
+    const nbits::PanelOperands op = nbits::OperandsOf(w, n / kNBitsPanel);
+    const int64_t j = n % kNBitsPanel;
+    const int64_t data_at = op.data - w.data.data();
+    const int64_t params_at = op.scales - w.scales.data() + j;
     for (int64_t k = 0; k < K; ++k) {
       const uint8_t v = q[n * K + k];
       OCTET_CHECK(v < 16, "4-bit matmul: weight value ", int{v}, " is not a 4-bit value");
-      out[(k / 2) * kNBitsPanel] |= static_cast<uint8_t>(v << ((k & 1) * 4));
+      // kFloat: byte j of pair k / 2; kInt8: byte 4 j + k % 4 of octet k / 8.
+      const int64_t at =
+          int8 ? (k / 8) * op.data_stride + 4 * j + k % 4 : (k / 2) * op.data_stride + j;
+      const int shift = int8 ? k % 8 / 4 * 4 : k % 2 * 4;
+      w.data[data_at + at] |= static_cast<uint8_t>(v << shift);
     }
     for (int64_t b = 0; b < w.k_blocks; ++b) {
-      const int64_t at = (panel * w.k_blocks + b) * kNBitsPanel + j;
+      const int64_t at = params_at + b * op.stride;
       w.scales[at] = scales[n * w.k_blocks + b];
-      if (zero_points) zero[at] = zero_points[n * w.k_blocks + b];
+      if (!zero_points) continue;
+      const float zero = zero_points[n * w.k_blocks + b];
+      if (codes)
+        w.zero_codes[at] = static_cast<uint8_t>(zero);
+      else
+        w.zero_points[at] = zero;
     }
-  }
-  if (arithmetic == NBitsArithmetic::kFloat) {
-    w.zero_points = std::move(zero);
-    return w;
-  }
-  w.int_zero_points.resize(params);
-  for (int64_t i = 0; i < params; ++i) {
-    OCTET_CHECK(zero[i] == std::floor(zero[i]) && zero[i] >= 0.f && zero[i] <= 15.f,
-                "4-bit matmul: the int8 arithmetic needs zero points that are integers in "
-                "[0, 15], got ",
-                zero[i]);
-    w.int_zero_points[i] = static_cast<int32_t>(zero[i]);
   }
   return w;
 }
@@ -179,32 +223,62 @@ void NBitsMatMul(const PackedNBits& w, int64_t M, const float* a, int64_t lda, c
   if (M == 0 || w.N == 0) return;
   const nbits::PanelKernels& kernels = nbits::KernelsFor(isa);
   const bool int8 = w.arithmetic == NBitsArithmetic::kInt8;
-  const QuantizedA qa =
-      int8 ? QuantizeRows(a, M, lda, w.K, w.block_size, w.k_blocks, w.k_pairs) : QuantizedA{};
+  const bool parallel = pool != nullptr && M * w.K * w.N >= nbits::kParallelMinMacs;
+  if (!int8 && M >= nbits::kGemmMinRows) {
+    const int64_t groups = (w.panels + kNBitsGroup - 1) / kNBitsGroup;
+    const SgemmPacked a_packed = SgemmPackA(a, M, w.K, lda, SgemmPathFor(isa));
+    auto run_groups = [&](int64_t g0, int64_t g1) {
+      std::vector<float> b(w.K * nbits::kNBitsAccRow);
+      for (int64_t g = g0; g < g1; ++g) {
+        const int64_t p0 = g * kNBitsGroup;
+        const int64_t ldb = std::min<int64_t>(kNBitsGroup, w.panels - p0) * kNBitsPanel;
+        for (int64_t i = 0; i * kNBitsPanel < ldb; ++i)
+          kernels.dequantize_panel(w, p0 + i, b.data() + i * kNBitsPanel, ldb);
+        const int64_t n0 = p0 * kNBitsPanel, cols = std::min(ldb, w.N - n0);
+        Sgemm(M, cols, w.K, SgemmOperand::Packed(a_packed), SgemmOperand::RowMajor(b.data(), ldb),
+              y + n0, ldy, nullptr, SgemmPathFor(isa));
+        if (bias)
+          for (int64_t m = 0; m < M; ++m)
+            for (int64_t j = 0; j < cols; ++j) y[m * ldy + n0 + j] += bias[n0 + j];
+      }
+    };
+    if (parallel)
+      ParallelFor(pool, groups, run_groups);
+    else
+      run_groups(0, groups);
+    return;
+  }
+  const int64_t row_length = w.k_steps * w.step_k;
+  const QuantizedA qa = int8 ? QuantizeRows(kernels.quantize_block, a, M, lda, w.K, w.block_size,
+                                            w.k_blocks, row_length)
+                             : QuantizedA{};
   auto run = [&](int64_t p0, int64_t p1) {
-    float acc[nbits::kNBitsRows * kNBitsPanel];
-    for (int64_t p = p0; p < p1; ++p) {
-      const int64_t n0 = p * kNBitsPanel;
-      const int64_t cols = std::min<int64_t>(kNBitsPanel, w.N - n0);
+    float acc[nbits::kNBitsRows * nbits::kNBitsAccRow];
+    for (int64_t p = p0; p < p1;) {
+      // Up to the end of p's group: the kernels run the panels of one group.
+      const int panels = static_cast<int>(std::min<int64_t>(p1 - p, kNBitsGroup - p % kNBitsGroup));
       for (int64_t r0 = 0; r0 < M; r0 += nbits::kNBitsRows) {
         const int rows = static_cast<int>(std::min<int64_t>(nbits::kNBitsRows, M - r0));
         if (int8) {
-          const nbits::QuantizedRows rows_q{qa.pairs.data() + r0 * w.k_pairs,
+          const nbits::QuantizedRows rows_q{qa.values.data() + r0 * row_length, row_length,
                                             qa.sums.data() + r0 * w.k_blocks,
                                             qa.scales.data() + r0 * w.k_blocks};
-          kernels.int8_panel(w, p, rows, rows_q, acc);
+          kernels.int8_panel(w, p, panels, rows, rows_q, acc);
         } else {
-          kernels.float_panel(w, p, rows, a + r0 * lda, lda, acc);
+          kernels.float_panel(w, p, panels, rows, a + r0 * lda, lda, acc);
         }
+        const int64_t n0 = p * kNBitsPanel;
+        const int64_t cols = std::min<int64_t>(panels * kNBitsPanel, w.N - n0);
         for (int r = 0; r < rows; ++r) {
           float* out = y + (r0 + r) * ldy + n0;
-          for (int64_t j = 0; j < cols; ++j)
-            out[j] = bias ? acc[r * kNBitsPanel + j] + bias[n0 + j] : acc[r * kNBitsPanel + j];
+          const float* in = acc + r * nbits::kNBitsAccRow;
+          for (int64_t j = 0; j < cols; ++j) out[j] = bias ? in[j] + bias[n0 + j] : in[j];
         }
       }
+      p += panels;
     }
   };
-  if (pool != nullptr && M * w.K * w.N >= nbits::kParallelMinMacs)
+  if (parallel)
     ParallelFor(pool, w.panels, run);
   else
     run(0, w.panels);

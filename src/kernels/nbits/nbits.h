@@ -33,19 +33,40 @@ class ThreadPool;
 enum class NBitsArithmetic { kFloat, kInt8 };
 
 inline constexpr int kNBitsPanel = 16;
+// Consecutive panels stored interleaved, so that a kernel running several
+// panels at once (independent fma chains at M = 1) reads one stream.
+inline constexpr int kNBitsGroup = 4;
 
 // 4-bit weights of a K x N product, laid out for the panel kernels.
+//
+// Panels 4g..4g+3 form group g (the last group may hold fewer; its width is its
+// panel count). Within a group the panels sit side by side: data holds per k
+// step a row of width x step_bytes bytes, and scales and zero codes per block
+// a row of width x 16 values (column 16 i + j of panel i at i x 16 + j). A k
+// step is the unit the arithmetic's kernel unpacks:
+//
+// - kFloat: a k pair p, 16 bytes per panel; byte j holds column j's q[2p]
+//   (low nibble) and q[2p + 1] (high nibble).
+// - kInt8: a k octet o, 64 bytes per panel; byte 4 j + t holds column j's
+//   q[8o + t] (low nibble) and q[8o + 4 + t] (high nibble), so the low and the
+//   high nibbles are each 4 consecutive k of a column per int32 lane, what a
+//   u8 x s8 dot product of 4 takes.
+//
+// Padding (K past its last step, columns past N) is 0. Group g starts at
+// 4 g x k_steps x step_bytes bytes of data and 4 g x k_blocks x 16 values of
+// the block parameters.
 struct PackedNBits {
   int64_t K = 0, N = 0, block_size = 0, k_blocks = 0;
-  int64_t panels = 0, k_pairs = 0;  // ceil(N / kNBitsPanel), ceil(K / 2)
+  // ceil(N / kNBitsPanel); k per step and bytes per panel and step (2 and 16
+  // for kFloat, 8 and 64 for kInt8); ceil(K / step_k).
+  int64_t panels = 0, step_k = 0, step_bytes = 0, k_steps = 0;
   NBitsArithmetic arithmetic = NBitsArithmetic::kFloat;
-  // panels x k_pairs x 16 bytes: byte j holds column j's q[2p] (low nibble) and
-  // q[2p + 1] (high nibble); padding (odd K, columns past N) is 0.
   std::vector<uint8_t> data;
-  // panels x k_blocks x 16: the scale and zero point of each block and column.
   std::vector<float> scales;
-  std::vector<float> zero_points;      // kFloat
-  std::vector<int32_t> int_zero_points;  // kInt8 (integer zero points only)
+  // The zero point of each block and column: zero_codes when every zero point
+  // is an integer in [0, 15] (always so for kInt8), else zero_points (kFloat).
+  std::vector<uint8_t> zero_codes;
+  std::vector<float> zero_points;
 };
 
 // q: N rows of K values in [0, 15] (row n is column n of the product);

@@ -1,5 +1,6 @@
-// The AVX2 panels of kernels/nbits/nbits.h: one k pair of 16 columns (16 bytes
-// of packed weights) is unpacked once and used by every row of the tile.
+// The AVX2 panels of kernels/nbits/nbits.h: a k step of 16 columns is unpacked
+// once and used by every row of the tile. One row runs two panels at once, so
+// that two independent fma chains overlap.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -21,136 +22,217 @@ inline PairBytes LoadPair(const uint8_t* p) {
   return {_mm256_cvtepu8_epi32(x), _mm256_cvtepu8_epi32(_mm_srli_si128(x, 8))};
 }
 
+// The zero points of 8 columns of one block as floats.
+inline __m256 LoadZero(const PanelOperands& op, int64_t at) {
+  if (op.zero_codes == nullptr) return _mm256_loadu_ps(op.zero_points + at);
+  const __m128i codes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(op.zero_codes + at));
+  return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(codes));
+}
+
 // w = (float(q) - zp) * s for 8 columns.
 inline __m256 Dequantize(__m256i q, __m256 zero, __m256 scale) {
   return _mm256_mul_ps(_mm256_sub_ps(_mm256_cvtepi32_ps(q), zero), scale);
 }
 
-template <int R>
-void FloatPanel(const PackedNBits& w, int64_t panel, const float* a, int64_t lda, float* acc) {
-  const uint8_t* data = w.data.data() + panel * w.k_pairs * kNBitsPanel;
-  const float* scale = w.scales.data() + panel * w.k_blocks * kNBitsPanel;
-  const float* zero = w.zero_points.data() + panel * w.k_blocks * kNBitsPanel;
+// One row runs two panels, more rows one (each row is its own chain).
+constexpr int PanelsAtOnce(int rows) { return rows == 1 ? 2 : 1; }
+
+template <int R, int P>
+void FloatPanels(const PackedNBits& w, int64_t panel, const float* a, int64_t lda, float* acc) {
+  PanelOperands op[P];
+  for (int i = 0; i < P; ++i) op[i] = OperandsOf(w, panel + i);
+  const int64_t data_stride = op[0].data_stride, stride = op[0].stride;
   const __m256i nibble = _mm256_set1_epi32(15);
-  __m256 c[R][2];
+  __m256 c[R][P][2];
 #pragma GCC unroll 4
-  for (int r = 0; r < R; ++r) c[r][0] = c[r][1] = _mm256_setzero_ps();
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int i = 0; i < P; ++i) c[r][i][0] = c[r][i][1] = _mm256_setzero_ps();
   for (int64_t b = 0; b < w.k_blocks; ++b) {
-    const __m256 s0 = _mm256_loadu_ps(scale + b * kNBitsPanel);
-    const __m256 s1 = _mm256_loadu_ps(scale + b * kNBitsPanel + 8);
-    const __m256 z0 = _mm256_loadu_ps(zero + b * kNBitsPanel);
-    const __m256 z1 = _mm256_loadu_ps(zero + b * kNBitsPanel + 8);
-    const int64_t k1 = std::min(w.K, (b + 1) * w.block_size);
-    int64_t k = b * w.block_size;
-    for (; k + 1 < k1; k += 2) {
-      const PairBytes q = LoadPair(data + (k / 2) * kNBitsPanel);
-      const __m256 w00 = Dequantize(_mm256_and_si256(q.lo, nibble), z0, s0);
-      const __m256 w01 = Dequantize(_mm256_and_si256(q.hi, nibble), z1, s1);
-      const __m256 w10 = Dequantize(_mm256_srli_epi32(q.lo, 4), z0, s0);
-      const __m256 w11 = Dequantize(_mm256_srli_epi32(q.hi, 4), z1, s1);
+    __m256 s[P][2], z[P][2];
 #pragma GCC unroll 4
-      for (int r = 0; r < R; ++r) {
-        const __m256 a0 = _mm256_broadcast_ss(a + r * lda + k);
-        c[r][0] = _mm256_fmadd_ps(a0, w00, c[r][0]);
-        c[r][1] = _mm256_fmadd_ps(a0, w01, c[r][1]);
-        const __m256 a1 = _mm256_broadcast_ss(a + r * lda + k + 1);
-        c[r][0] = _mm256_fmadd_ps(a1, w10, c[r][0]);
-        c[r][1] = _mm256_fmadd_ps(a1, w11, c[r][1]);
-      }
+    for (int i = 0; i < P; ++i) {
+      s[i][0] = _mm256_loadu_ps(op[i].scales + b * stride);
+      s[i][1] = _mm256_loadu_ps(op[i].scales + b * stride + 8);
+      z[i][0] = LoadZero(op[i], b * stride);
+      z[i][1] = LoadZero(op[i], b * stride + 8);
     }
-    if (k < k1) {  // odd K: the last k is a low nibble alone
-      const PairBytes q = LoadPair(data + (k / 2) * kNBitsPanel);
-      const __m256 w00 = Dequantize(_mm256_and_si256(q.lo, nibble), z0, s0);
-      const __m256 w01 = Dequantize(_mm256_and_si256(q.hi, nibble), z1, s1);
+    const int64_t k1 = std::min(w.K, (b + 1) * w.block_size);
+    for (int64_t k = b * w.block_size; k < k1; k += 2) {
+      const bool pair = k + 1 < k1;  // false: odd K's last k, a low nibble alone
 #pragma GCC unroll 4
-      for (int r = 0; r < R; ++r) {
-        const __m256 a0 = _mm256_broadcast_ss(a + r * lda + k);
-        c[r][0] = _mm256_fmadd_ps(a0, w00, c[r][0]);
-        c[r][1] = _mm256_fmadd_ps(a0, w01, c[r][1]);
+      for (int i = 0; i < P; ++i) {
+        const PairBytes q = LoadPair(op[i].data + (k / 2) * data_stride);
+        const __m256 w00 = Dequantize(_mm256_and_si256(q.lo, nibble), z[i][0], s[i][0]);
+        const __m256 w01 = Dequantize(_mm256_and_si256(q.hi, nibble), z[i][1], s[i][1]);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) {
+          const __m256 a0 = _mm256_broadcast_ss(a + r * lda + k);
+          c[r][i][0] = _mm256_fmadd_ps(a0, w00, c[r][i][0]);
+          c[r][i][1] = _mm256_fmadd_ps(a0, w01, c[r][i][1]);
+        }
+        if (!pair) continue;
+        const __m256 w10 = Dequantize(_mm256_srli_epi32(q.lo, 4), z[i][0], s[i][0]);
+        const __m256 w11 = Dequantize(_mm256_srli_epi32(q.hi, 4), z[i][1], s[i][1]);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) {
+          const __m256 a1 = _mm256_broadcast_ss(a + r * lda + k + 1);
+          c[r][i][0] = _mm256_fmadd_ps(a1, w10, c[r][i][0]);
+          c[r][i][1] = _mm256_fmadd_ps(a1, w11, c[r][i][1]);
+        }
       }
     }
   }
 #pragma GCC unroll 4
   for (int r = 0; r < R; ++r) {
-    _mm256_storeu_ps(acc + r * kNBitsPanel, c[r][0]);
-    _mm256_storeu_ps(acc + r * kNBitsPanel + 8, c[r][1]);
+#pragma GCC unroll 4
+    for (int i = 0; i < P; ++i) {
+      _mm256_storeu_ps(acc + r * kNBitsAccRow + i * kNBitsPanel, c[r][i][0]);
+      _mm256_storeu_ps(acc + r * kNBitsAccRow + i * kNBitsPanel + 8, c[r][i][1]);
+    }
   }
 }
 
-// The lanes of one k pair as int16 pairs (q[2p], q[2p + 1]) for vpmaddwd.
-inline __m256i Int16Pairs(__m256i bytes) {
-  const __m256i lo = _mm256_and_si256(bytes, _mm256_set1_epi32(0x0F));
-  const __m256i hi = _mm256_and_si256(bytes, _mm256_set1_epi32(0xF0));
-  return _mm256_or_si256(lo, _mm256_slli_epi32(hi, 12));
+template <int R, int P>
+void Int8Panels(const PackedNBits& w, int64_t panel, const QuantizedRows& a, float* acc) {
+  PanelOperands op[P];
+  for (int i = 0; i < P; ++i) op[i] = OperandsOf(w, panel + i);
+  const int64_t data_stride = op[0].data_stride, stride = op[0].stride;
+  const int64_t block_octets = w.block_size / 8;
+  const __m256i nibbles = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);
+  __m256 c[R][P][2];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int i = 0; i < P; ++i) c[r][i][0] = c[r][i][1] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < w.k_blocks; ++b) {
+    __m256i t[R][P][2];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+      for (int i = 0; i < P; ++i) t[r][i][0] = t[r][i][1] = _mm256_setzero_si256();
+    const int64_t o1 = std::min(w.k_steps, (b + 1) * block_octets);
+    for (int64_t o = b * block_octets; o < o1; ++o) {
+#pragma GCC unroll 4
+      for (int i = 0; i < P; ++i) {
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) {  // columns 0-7, 8-15
+          // Per int32 lane (column): q[8o..8o+3] in the low nibbles, q[8o+4..8o+7] in the high.
+          const __m256i x = _mm256_loadu_si256(
+              reinterpret_cast<const __m256i*>(op[i].data + o * data_stride + 32 * h));
+          const __m256i low = _mm256_and_si256(x, nibbles);
+          const __m256i high = _mm256_and_si256(_mm256_srli_epi16(x, 4), nibbles);
+#pragma GCC unroll 4
+          for (int r = 0; r < R; ++r) {
+            const int8_t* ar = a.values + r * a.row_length + 8 * o;
+            // |q a| <= 15 x 127: four products fit the int16 sums.
+            const __m256i sums16 =
+                _mm256_add_epi16(_mm256_maddubs_epi16(low, _mm256_set1_epi32(Int32At(ar))),
+                                 _mm256_maddubs_epi16(high, _mm256_set1_epi32(Int32At(ar + 4))));
+            t[r][i][h] = _mm256_add_epi32(t[r][i][h], _mm256_madd_epi16(sums16, ones));
+          }
+        }
+      }
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < P; ++i) {
+      const uint8_t* zero = op[i].zero_codes + b * stride;
+      const __m256i zp0 =
+          _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(zero)));
+      const __m256i zp1 =
+          _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(zero + 8)));
+      const __m256 s0 = _mm256_loadu_ps(op[i].scales + b * stride);
+      const __m256 s1 = _mm256_loadu_ps(op[i].scales + b * stride + 8);
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) {
+        const __m256i sum = _mm256_set1_epi32(a.sums[r * w.k_blocks + b]);
+        const __m256 sa = _mm256_set1_ps(a.scales[r * w.k_blocks + b]);
+        const __m256i d0 = _mm256_sub_epi32(t[r][i][0], _mm256_mullo_epi32(zp0, sum));
+        const __m256i d1 = _mm256_sub_epi32(t[r][i][1], _mm256_mullo_epi32(zp1, sum));
+        c[r][i][0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d0), _mm256_mul_ps(sa, s0), c[r][i][0]);
+        c[r][i][1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d1), _mm256_mul_ps(sa, s1), c[r][i][1]);
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+    for (int i = 0; i < P; ++i) {
+      _mm256_storeu_ps(acc + r * kNBitsAccRow + i * kNBitsPanel, c[r][i][0]);
+      _mm256_storeu_ps(acc + r * kNBitsAccRow + i * kNBitsPanel + 8, c[r][i][1]);
+    }
+  }
+}
+
+void DequantizePanelAvx2(const PackedNBits& w, int64_t panel, float* out, int64_t ldb) {
+  const PanelOperands op = OperandsOf(w, panel);
+  const __m256i nibble = _mm256_set1_epi32(15);
+  for (int64_t b = 0; b < w.k_blocks; ++b) {
+    const __m256 s0 = _mm256_loadu_ps(op.scales + b * op.stride);
+    const __m256 s1 = _mm256_loadu_ps(op.scales + b * op.stride + 8);
+    const __m256 z0 = LoadZero(op, b * op.stride), z1 = LoadZero(op, b * op.stride + 8);
+    const int64_t k1 = std::min(w.K, (b + 1) * w.block_size);
+    for (int64_t k = b * w.block_size; k < k1; k += 2) {
+      const PairBytes q = LoadPair(op.data + (k / 2) * op.data_stride);
+      _mm256_storeu_ps(out + k * ldb, Dequantize(_mm256_and_si256(q.lo, nibble), z0, s0));
+      _mm256_storeu_ps(out + k * ldb + 8, Dequantize(_mm256_and_si256(q.hi, nibble), z1, s1));
+      if (k + 1 == k1) break;  // odd K: the last k is a low nibble alone
+      _mm256_storeu_ps(out + (k + 1) * ldb, Dequantize(_mm256_srli_epi32(q.lo, 4), z0, s0));
+      _mm256_storeu_ps(out + (k + 1) * ldb + 8, Dequantize(_mm256_srli_epi32(q.hi, 4), z1, s1));
+    }
+  }
 }
 
 template <int R>
-void Int8Panel(const PackedNBits& w, int64_t panel, const QuantizedRows& a, float* acc) {
-  const uint8_t* data = w.data.data() + panel * w.k_pairs * kNBitsPanel;
-  const float* scale = w.scales.data() + panel * w.k_blocks * kNBitsPanel;
-  const int32_t* zero = w.int_zero_points.data() + panel * w.k_blocks * kNBitsPanel;
-  const int64_t block_pairs = w.block_size / 2;
-  __m256 c[R][2];
-#pragma GCC unroll 4
-  for (int r = 0; r < R; ++r) c[r][0] = c[r][1] = _mm256_setzero_ps();
-  for (int64_t b = 0; b < w.k_blocks; ++b) {
-    __m256i t[R][2];
-#pragma GCC unroll 4
-    for (int r = 0; r < R; ++r) t[r][0] = t[r][1] = _mm256_setzero_si256();
-    const int64_t p1 = std::min(w.k_pairs, (b + 1) * block_pairs);
-    for (int64_t p = b * block_pairs; p < p1; ++p) {
-      const PairBytes q = LoadPair(data + p * kNBitsPanel);
-      const __m256i q0 = Int16Pairs(q.lo), q1 = Int16Pairs(q.hi);
-#pragma GCC unroll 4
-      for (int r = 0; r < R; ++r) {
-        const __m256i ap = _mm256_set1_epi32(a.pairs[r * w.k_pairs + p]);
-        t[r][0] = _mm256_add_epi32(t[r][0], _mm256_madd_epi16(q0, ap));
-        t[r][1] = _mm256_add_epi32(t[r][1], _mm256_madd_epi16(q1, ap));
-      }
-    }
-    const auto* zp = reinterpret_cast<const __m256i*>(zero + b * kNBitsPanel);
-    const __m256i zp0 = _mm256_loadu_si256(zp), zp1 = _mm256_loadu_si256(zp + 1);
-    const __m256 s0 = _mm256_loadu_ps(scale + b * kNBitsPanel);
-    const __m256 s1 = _mm256_loadu_ps(scale + b * kNBitsPanel + 8);
-#pragma GCC unroll 4
-    for (int r = 0; r < R; ++r) {
-      const __m256i sum = _mm256_set1_epi32(a.sums[r * w.k_blocks + b]);
-      const __m256 sa = _mm256_set1_ps(a.scales[r * w.k_blocks + b]);
-      const __m256i d0 = _mm256_sub_epi32(t[r][0], _mm256_mullo_epi32(zp0, sum));
-      const __m256i d1 = _mm256_sub_epi32(t[r][1], _mm256_mullo_epi32(zp1, sum));
-      c[r][0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d0), _mm256_mul_ps(sa, s0), c[r][0]);
-      c[r][1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d1), _mm256_mul_ps(sa, s1), c[r][1]);
-    }
-  }
-#pragma GCC unroll 4
-  for (int r = 0; r < R; ++r) {
-    _mm256_storeu_ps(acc + r * kNBitsPanel, c[r][0]);
-    _mm256_storeu_ps(acc + r * kNBitsPanel + 8, c[r][1]);
+void FloatRows(const PackedNBits& w, int64_t panel, int panels, const float* a, int64_t lda,
+               float* acc) {
+  constexpr int kAtOnce = PanelsAtOnce(R);
+  int i = 0;
+  for (; i + kAtOnce <= panels; i += kAtOnce)
+    FloatPanels<R, kAtOnce>(w, panel + i, a, lda, acc + i * kNBitsPanel);
+  for (; i < panels; ++i) FloatPanels<R, 1>(w, panel + i, a, lda, acc + i * kNBitsPanel);
+}
+
+template <int R>
+void Int8Rows(const PackedNBits& w, int64_t panel, int panels, const QuantizedRows& a, float* acc) {
+  constexpr int kAtOnce = PanelsAtOnce(R);
+  int i = 0;
+  for (; i + kAtOnce <= panels; i += kAtOnce)
+    Int8Panels<R, kAtOnce>(w, panel + i, a, acc + i * kNBitsPanel);
+  for (; i < panels; ++i) Int8Panels<R, 1>(w, panel + i, a, acc + i * kNBitsPanel);
+}
+
+void FloatPanelAvx2(const PackedNBits& w, int64_t panel, int panels, int rows, const float* a,
+                    int64_t lda, float* acc) {
+  switch (rows) {
+    case 1:
+      return FloatRows<1>(w, panel, panels, a, lda, acc);
+    case 2:
+      return FloatRows<2>(w, panel, panels, a, lda, acc);
+    case 3:
+      return FloatRows<3>(w, panel, panels, a, lda, acc);
+    default:
+      return FloatRows<4>(w, panel, panels, a, lda, acc);
   }
 }
 
-void FloatPanelAvx2(const PackedNBits& w, int64_t panel, int rows, const float* a, int64_t lda,
-                    float* acc) {
+void Int8PanelAvx2(const PackedNBits& w, int64_t panel, int panels, int rows,
+                   const QuantizedRows& a, float* acc) {
   switch (rows) {
-    case 1: return FloatPanel<1>(w, panel, a, lda, acc);
-    case 2: return FloatPanel<2>(w, panel, a, lda, acc);
-    case 3: return FloatPanel<3>(w, panel, a, lda, acc);
-    default: return FloatPanel<4>(w, panel, a, lda, acc);
-  }
-}
-
-void Int8PanelAvx2(const PackedNBits& w, int64_t panel, int rows, const QuantizedRows& a,
-                   float* acc) {
-  switch (rows) {
-    case 1: return Int8Panel<1>(w, panel, a, acc);
-    case 2: return Int8Panel<2>(w, panel, a, acc);
-    case 3: return Int8Panel<3>(w, panel, a, acc);
-    default: return Int8Panel<4>(w, panel, a, acc);
+    case 1:
+      return Int8Rows<1>(w, panel, panels, a, acc);
+    case 2:
+      return Int8Rows<2>(w, panel, panels, a, acc);
+    case 3:
+      return Int8Rows<3>(w, panel, panels, a, acc);
+    default:
+      return Int8Rows<4>(w, panel, panels, a, acc);
   }
 }
 
 }  // namespace
 
-constinit const PanelKernels kAvx2Panels = {FloatPanelAvx2, Int8PanelAvx2};
+constinit const PanelKernels kAvx2Panels = {FloatPanelAvx2, Int8PanelAvx2, QuantizeBlockScalar,
+                                            DequantizePanelAvx2};
 
 }  // namespace octet::nbits

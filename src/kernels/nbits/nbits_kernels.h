@@ -1,38 +1,87 @@
 // The panel kernels behind kernels/nbits/nbits.h, one table per instruction
-// set. A panel kernel computes the kNBitsPanel columns of one packed panel for
-// 1..kNBitsRows rows and writes them to acc (rows x kNBitsPanel, before the bias).
+// set. A panel kernel computes `panels` (1..kNBitsGroup) consecutive panels of
+// one group for 1..kNBitsRows rows and writes them to acc (row r, panel i,
+// column j at acc[r * kNBitsAccRow + i * kNBitsPanel + j], before the bias).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 #include "kernels/nbits/nbits.h"
 
 namespace octet::nbits {
 
 inline constexpr int kNBitsRows = 4;
+inline constexpr int kNBitsAccRow = kNBitsGroup * kNBitsPanel;
 
-// Rows of A for the kInt8 arithmetic, quantized per block: pairs holds
-// q_a[2p] and q_a[2p + 1] as the low and high int16 of one int32 (k_pairs per
-// row), sums the per-block sums of q_a and scales s_a (k_blocks per row).
+// One panel's operands in the grouped layout: its bytes of k step s start at
+// data + s * data_stride, column j's parameters of block b are at
+// b * stride + j of scales (and of the zero points).
+struct PanelOperands {
+  const uint8_t* data;
+  const float* scales;
+  const uint8_t* zero_codes;  // null when the zero points are floats
+  const float* zero_points;   // null when they are codes
+  int64_t data_stride, stride;
+};
+
+inline PanelOperands OperandsOf(const PackedNBits& w, int64_t panel) {
+  const int64_t first = panel / kNBitsGroup * kNBitsGroup, at = panel - first;
+  const int64_t width = std::min<int64_t>(kNBitsGroup, w.panels - first);
+  const int64_t params = first * w.k_blocks * kNBitsPanel + at * kNBitsPanel;
+  return {w.data.data() + (first * w.k_steps + at) * w.step_bytes,
+          w.scales.data() + params,
+          w.zero_codes.empty() ? nullptr : w.zero_codes.data() + params,
+          w.zero_points.empty() ? nullptr : w.zero_points.data() + params,
+          width * w.step_bytes,
+          width * kNBitsPanel};
+}
+
+// Rows of A for the kInt8 arithmetic, quantized per block: values holds q_a
+// (row_length = k_steps x 8 int8 per row, padding 0), sums the per-block sums
+// of q_a and scales s_a (k_blocks per row).
 struct QuantizedRows {
-  const int32_t* pairs;
+  const int8_t* values;
+  int64_t row_length;
   const int32_t* sums;
   const float* scales;
 };
 
-using FloatPanelFn = void (*)(const PackedNBits& w, int64_t panel, int rows, const float* a,
-                              int64_t lda, float* acc);
-using Int8PanelFn = void (*)(const PackedNBits& w, int64_t panel, int rows,
+// Four int8 of quantized A as one int32, for a broadcast to every lane.
+inline int32_t Int32At(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+using FloatPanelFn = void (*)(const PackedNBits& w, int64_t panel, int panels, int rows,
+                              const float* a, int64_t lda, float* acc);
+using Int8PanelFn = void (*)(const PackedNBits& w, int64_t panel, int panels, int rows,
                              const QuantizedRows& a, float* acc);
+
+// Quantizes one block of A (count values) for the kInt8 arithmetic: q_a to q,
+// their sum and s_a (nbits.h).
+using QuantizeBlockFn = void (*)(const float* a, int64_t count, int8_t* q, int32_t* sum,
+                                 float* scale);
+
+// Writes one kFloat panel's weights w = (float(q) - zp) * s as floats: k's 16
+// columns at b + k * ldb.
+using DequantizePanelFn = void (*)(const PackedNBits& w, int64_t panel, float* b, int64_t ldb);
 
 struct PanelKernels {
   FloatPanelFn float_panel;
   Int8PanelFn int8_panel;
+  QuantizeBlockFn quantize_block;
+  DequantizePanelFn dequantize_panel;
 };
+
+void QuantizeBlockScalar(const float* a, int64_t count, int8_t* q, int32_t* sum, float* scale);
 
 extern const PanelKernels kScalarPanels;
 #if defined(__x86_64__) || defined(_M_X64)
 extern const PanelKernels kAvx2Panels;
+extern const PanelKernels kAvx512Panels;
 #endif
 
 }  // namespace octet::nbits
