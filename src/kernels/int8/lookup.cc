@@ -16,14 +16,23 @@ void Gather(const uint8_t* x, int64_t n, uint8_t index_offset, const T* table, T
 
 constexpr int64_t kDwordPlanesMinLength = 1024;
 
-bool UseVbmi() {
+enum class LookupPath { kScalar, kAvx2, kAvx512Vbmi };
+
+// Every x86 vector path has AVX2; AVX512_VBMI runs with kAvx512Vnni only (isa.h).
+LookupPath ActiveLookupPath() {
 #if defined(__x86_64__) || defined(_M_X64)
-  static const bool use = ActiveIsa() == Isa::kAvx512Vnni && HasAvx512Vbmi();
-  return use;
+  static const LookupPath path = [] {
+    const Isa isa = ActiveIsa();
+    if (isa == Isa::kAvx512Vnni && HasAvx512Vbmi()) return LookupPath::kAvx512Vbmi;
+    return isa == Isa::kScalar ? LookupPath::kScalar : LookupPath::kAvx2;
+  }();
+  return path;
 #else
-  return false;
+  return LookupPath::kScalar;
 #endif
 }
+
+bool UseVbmi() { return ActiveLookupPath() == LookupPath::kAvx512Vbmi; }
 
 }  // namespace
 
@@ -56,14 +65,21 @@ void LookupDwords256(const uint8_t* x, int64_t n, uint8_t index_offset, const Dw
 void LookupTable256(const uint8_t* x, int64_t n, uint8_t index_offset, const void* table,
                     size_t element_size, void* y) {
   switch (element_size) {
-    case 1:
+    case 1: {
+      const auto* bytes = static_cast<const uint8_t*>(table);
+      auto* out = static_cast<uint8_t*>(y);
 #if defined(__x86_64__) || defined(_M_X64)
-      if (UseVbmi())
-        return LookupBytesAvx512Vbmi(x, n, index_offset, static_cast<const uint8_t*>(table),
-                                     static_cast<uint8_t*>(y));
+      switch (ActiveLookupPath()) {
+        case LookupPath::kAvx512Vbmi:
+          return LookupBytesAvx512Vbmi(x, n, index_offset, bytes, out);
+        case LookupPath::kAvx2:
+          return LookupBytesAvx2(x, n, index_offset, bytes, out);
+        case LookupPath::kScalar:
+          break;
+      }
 #endif
-      return LookupBytesScalar(x, n, index_offset, static_cast<const uint8_t*>(table),
-                               static_cast<uint8_t*>(y));
+      return LookupBytesScalar(x, n, index_offset, bytes, out);
+    }
     case 2:
       return Gather(x, n, index_offset, static_cast<const uint16_t*>(table),
                     static_cast<uint16_t*>(y));
