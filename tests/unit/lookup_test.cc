@@ -1,6 +1,6 @@
 // The 256-entry table lookup (kernels/int8/lookup.h) on every path against a plain loop
 // written here (1- and 4-byte entries): every index, both offsets, lengths around the
-// 64-element vector and buffers that end at a guard page (an over-read or over-write
+// 32- and 64-element vectors and buffers that end at a guard page (an over-read or over-write
 // faults).
 #include "kernels/int8/lookup.h"
 
@@ -28,7 +28,7 @@ std::vector<uint8_t> RandomBytes(size_t n, uint32_t seed) {
 void CheckBytePath(BytePath path) {
   const std::vector<uint8_t> table = RandomBytes(256, 1);
   for (const uint8_t offset : {uint8_t{0}, uint8_t{128}}) {
-    for (const int64_t n : {0, 1, 63, 64, 65, 127, 128, 129, 256, 1000, 4099}) {
+    for (const int64_t n : {0, 1, 31, 32, 33, 63, 64, 65, 127, 128, 129, 256, 1000, 4099}) {
       std::vector<uint8_t> values = RandomBytes(n, static_cast<uint32_t>(n) + offset);
       for (int64_t i = 0; i < n && i < 256; ++i) values[i] = static_cast<uint8_t>(i);  // all
       GuardedBuffer<uint8_t> x(n), y(n);
@@ -42,6 +42,15 @@ void CheckBytePath(BytePath path) {
 }
 
 TEST(LookupTest, ScalarBytes) { CheckBytePath(LookupBytesScalar); }
+
+TEST(LookupTest, Avx2Bytes) {
+#if defined(__x86_64__) || defined(_M_X64)
+  if (!IsaSupported(Isa::kAvx2)) GTEST_SKIP() << IsaUnsupportedReason(Isa::kAvx2);
+  CheckBytePath(LookupBytesAvx2);
+#else
+  GTEST_SKIP() << "x86-64 only";
+#endif
+}
 
 TEST(LookupTest, Avx512VbmiBytes) {
 #if defined(__x86_64__) || defined(_M_X64)

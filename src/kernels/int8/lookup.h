@@ -25,10 +25,12 @@ struct DwordTable256 {
 void LookupDwords256(const uint8_t* x, int64_t n, uint8_t index_offset, const DwordTable256& table,
                      void* y);
 
-// The paths, for tests: the portable loop and the AVX512_VBMI byte kernel (only where
-// HasAvx512Vbmi()).
+// The paths, for tests: the portable loop, the AVX2 byte kernel (only where
+// IsaSupported(Isa::kAvx2)) and the AVX512_VBMI one (only where HasAvx512Vbmi()).
 void LookupBytesScalar(const uint8_t* x, int64_t n, uint8_t index_offset, const uint8_t* table,
                        uint8_t* y);
+void LookupBytesAvx2(const uint8_t* x, int64_t n, uint8_t index_offset, const uint8_t* table,
+                     uint8_t* y);
 void LookupBytesAvx512Vbmi(const uint8_t* x, int64_t n, uint8_t index_offset, const uint8_t* table,
                            uint8_t* y);
 // And the 4-byte lookups: the portable loop and the AVX512_VBMI byte-plane kernel.
