@@ -7,18 +7,19 @@
 // Run: build/<dir>/conv_bench [--benchmark_filter=...] [--benchmark_repetitions=3]
 #include <benchmark/benchmark.h>
 
-#include <map>
-#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "bench_pool.h"
 #include "core/thread_pool.h"
 #include "kernels/int8/conv.h"
 #include "kernels/int8/conv_indirect.h"
 
 namespace octet {
 namespace {
+
+using bench::PoolFor;
 
 struct ConvShape {
   const char* name;
@@ -77,14 +78,6 @@ const ConvShape kShapes[] = {
     {"det416_conv1x1_96to1_13_x2", 96, 1, 1, 13, 1, 1, 0},
     {"det416_conv1x1_96to4_13_x1", 96, 4, 1, 13, 1, 1, 0},
 };
-
-ThreadPool* PoolFor(int threads) {
-  static std::map<int, std::unique_ptr<ThreadPool>> pools;
-  if (threads <= 1) return nullptr;
-  auto& pool = pools[threads];
-  if (!pool) pool = std::make_unique<ThreadPool>(threads);
-  return pool.get();
-}
 
 void BM_QLinearConv(benchmark::State& state) {
   const ConvShape& s = kShapes[state.range(0)];

@@ -8,12 +8,11 @@
 #include <benchmark/benchmark.h>
 #include <immintrin.h>
 
-#include <map>
-#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "bench_pool.h"
 #include "core/thread_pool.h"
 #include "int8_peak.h"
 #include "kernels/int8/gemm.h"
@@ -21,17 +20,11 @@
 namespace octet {
 namespace {
 
+using bench::PoolFor;
+
 double PeakOpsPerCore() {
   static const double peak = bench::MeasureGemmPeakOps();
   return peak;
-}
-
-ThreadPool* PoolFor(int threads) {
-  static std::map<int, std::unique_ptr<ThreadPool>> pools;
-  if (threads <= 1) return nullptr;
-  auto& pool = pools[threads];
-  if (!pool) pool = std::make_unique<ThreadPool>(threads);
-  return pool.get();
 }
 
 // GOPS and the fraction of `threads` x the single-core peak, for `ops` per iteration.

@@ -8,24 +8,17 @@
 // Run: build/<dir>/nbits_bench [--benchmark_filter=...] [--benchmark_repetitions=5]
 #include <benchmark/benchmark.h>
 
-#include <map>
-#include <memory>
 #include <random>
 #include <vector>
 
+#include "bench_pool.h"
 #include "core/thread_pool.h"
 #include "kernels/nbits/nbits.h"
 
 namespace octet {
 namespace {
 
-ThreadPool* PoolFor(int threads) {
-  static std::map<int, std::unique_ptr<ThreadPool>> pools;
-  if (threads <= 1) return nullptr;
-  auto& pool = pools[threads];
-  if (!pool) pool = std::make_unique<ThreadPool>(threads);
-  return pool.get();
-}
+using bench::PoolFor;
 
 int64_t PackedBytes(const PackedNBits& w) {
   return static_cast<int64_t>(w.data.size() + w.zero_codes.size() +

@@ -6,17 +6,18 @@
 // OCTET_ISA selects the path. Run: build/<dir>/sgemm_bench [--benchmark_filter=...]
 #include <benchmark/benchmark.h>
 
-#include <map>
-#include <memory>
 #include <random>
 #include <vector>
 
+#include "bench_pool.h"
 #include "core/thread_pool.h"
 #include "kernels/float/sgemm.h"
 #include "kernels/float/vmath.h"
 
 namespace octet {
 namespace {
+
+using bench::PoolFor;
 
 struct GemmShape {
   const char* name;
@@ -36,14 +37,6 @@ const GemmShape kShapes[] = {
     {"conv1x1_64to256_56", 256, 64, 3136, true},
     {"stem3x3s2_3to32_224", 32, 27, 12544, true},
 };
-
-ThreadPool* PoolFor(int threads) {
-  static std::map<int, std::unique_ptr<ThreadPool>> pools;
-  if (threads <= 1) return nullptr;
-  auto& pool = pools[threads];
-  if (!pool) pool = std::make_unique<ThreadPool>(threads);
-  return pool.get();
-}
 
 void BM_Sgemm(benchmark::State& state) {
   const GemmShape& s = kShapes[state.range(0)];
