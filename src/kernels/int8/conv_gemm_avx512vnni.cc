@@ -70,7 +70,7 @@ void Tile(const RequantTile& t) {
 
 template <int kVecs>
 void TileRows(int rows, const RequantTile& t) {
-  gemm::ForRows<8>(rows, [&]<int R>() { Tile<R, kVecs>(t); });
+  ForCount<8>(rows, [&]<int R>() { Tile<R, kVecs>(t); });
 }
 
 }  // namespace

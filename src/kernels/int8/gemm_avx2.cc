@@ -125,7 +125,7 @@ void Tile(const TileArgs& t) {
 }  // namespace
 
 void TileAvx2(int rows, const TileArgs& t) {
-  ForRows<6>(rows, [&]<int R>() { Tile<R>(t); });
+  ForCount<6>(rows, [&]<int R>() { Tile<R>(t); });
 }
 
 }  // namespace octet::gemm

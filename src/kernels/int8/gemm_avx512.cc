@@ -254,7 +254,7 @@ void Tile(const TileArgs& t) {
 }  // namespace
 
 void TileAvx512(int rows, const TileArgs& t) {
-  ForRows<12>(rows, [&]<int R>() { Tile<R>(t); });
+  ForCount<12>(rows, [&]<int R>() { Tile<R>(t); });
 }
 
 }  // namespace octet::gemm

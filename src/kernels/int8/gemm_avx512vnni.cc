@@ -45,7 +45,7 @@ void Tile(const TileArgs& t) {
 
 template <bool kUnsignedB, bool kRowMajorA = false>
 void TileRows(int rows, const TileArgs& t) {
-  ForRows<8>(rows, [&]<int R>() { Tile<R, kUnsignedB, kRowMajorA>(t); });
+  ForCount<8>(rows, [&]<int R>() { Tile<R, kUnsignedB, kRowMajorA>(t); });
 }
 
 }  // namespace

@@ -91,7 +91,7 @@ void Tile(const TileArgs& t) {
 }  // namespace
 
 void TileAvxVnni(int rows, const TileArgs& t) {
-  ForRows<6>(rows, [&]<int R>() { Tile<R>(t); });
+  ForCount<6>(rows, [&]<int R>() { Tile<R>(t); });
 }
 
 }  // namespace octet::gemm

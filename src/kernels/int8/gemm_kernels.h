@@ -26,8 +26,8 @@
 
 #include <cstdint>
 #include <span>
-#include <utility>
 
+#include "kernels/for_count.h"
 #include "kernels/int8/epilogue.h"
 #include "kernels/isa.h"
 
@@ -103,17 +103,6 @@ struct MicroKernel {
   // kc_groups * k_group finish each tile in one pass.
   int64_t kc_groups;
 };
-
-// Calls fn.template operator()<R>() for R = rows, the micro-tiles' row counts
-// being template parameters: rows in 1..kMaxRowsOf (larger counts take kMaxRowsOf).
-template <int kMaxRowsOf, typename Fn>
-[[gnu::always_inline]] inline void ForRows(int rows, Fn&& fn) {
-  const int r = rows < 1 ? 1 : (rows > kMaxRowsOf ? kMaxRowsOf : rows);
-  [&]<int... kR>(std::integer_sequence<int, kR...>) {
-    (void)((r == kR + 1 ? (fn.template operator()<kR + 1>(), true) : false) || ...);
-  }
-  (std::make_integer_sequence<int, kMaxRowsOf>{});
-}
 
 // Every kernel this binary has (whether or not this CPU runs it).
 std::span<const MicroKernel> MicroKernels();

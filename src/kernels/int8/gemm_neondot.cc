@@ -67,7 +67,7 @@ void Tile(const TileArgs& t) {
 }  // namespace
 
 void TileNeonDot(int rows, const TileArgs& t) {
-  ForRows<4>(rows, [&]<int R>() { Tile<R>(t); });
+  ForCount<4>(rows, [&]<int R>() { Tile<R>(t); });
 }
 
 }  // namespace octet::gemm

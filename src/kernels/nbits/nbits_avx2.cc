@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "kernels/for_count.h"
 #include "kernels/nbits/nbits_kernels.h"
 
 namespace octet::nbits {
@@ -204,30 +205,12 @@ void Int8Rows(const PackedNBits& w, int64_t panel, int panels, const QuantizedRo
 
 void FloatPanelAvx2(const PackedNBits& w, int64_t panel, int panels, int rows, const float* a,
                     int64_t lda, float* acc) {
-  switch (rows) {
-    case 1:
-      return FloatRows<1>(w, panel, panels, a, lda, acc);
-    case 2:
-      return FloatRows<2>(w, panel, panels, a, lda, acc);
-    case 3:
-      return FloatRows<3>(w, panel, panels, a, lda, acc);
-    default:
-      return FloatRows<4>(w, panel, panels, a, lda, acc);
-  }
+  ForCount<kNBitsRows>(rows, [&]<int R>() { FloatRows<R>(w, panel, panels, a, lda, acc); });
 }
 
 void Int8PanelAvx2(const PackedNBits& w, int64_t panel, int panels, int rows,
                    const QuantizedRows& a, float* acc) {
-  switch (rows) {
-    case 1:
-      return Int8Rows<1>(w, panel, panels, a, acc);
-    case 2:
-      return Int8Rows<2>(w, panel, panels, a, acc);
-    case 3:
-      return Int8Rows<3>(w, panel, panels, a, acc);
-    default:
-      return Int8Rows<4>(w, panel, panels, a, acc);
-  }
+  ForCount<kNBitsRows>(rows, [&]<int R>() { Int8Rows<R>(w, panel, panels, a, acc); });
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "kernels/for_count.h"
 #include "kernels/nbits/nbits_kernels.h"
 #include "kernels/simd_avx512.h"
 
@@ -191,31 +192,14 @@ void FloatRows(const PackedNBits& w, int64_t panel, int panels, const float* a, 
   for (int i = 0; i < panels;) {
     const int n = std::min(PanelsAtOnce(R), panels - i);
     float* out = acc + i * kNBitsPanel;
-    switch (n * 2 + codes) {
-      case 2:
-        FloatPanels<R, 1, false>(w, panel + i, a, lda, out);
-        break;
-      case 3:
-        FloatPanels<R, 1, true>(w, panel + i, a, lda, out);
-        break;
-      case 4:
-        FloatPanels<R, 2, false>(w, panel + i, a, lda, out);
-        break;
-      case 5:
-        FloatPanels<R, 2, true>(w, panel + i, a, lda, out);
-        break;
-      case 6:
-        FloatPanels<R, 3, false>(w, panel + i, a, lda, out);
-        break;
-      case 7:
-        FloatPanels<R, 3, true>(w, panel + i, a, lda, out);
-        break;
-      case 8:
-        FloatPanels<R, 4, false>(w, panel + i, a, lda, out);
-        break;
-      default:
-        FloatPanels<R, 4, true>(w, panel + i, a, lda, out);
-        break;
+    auto run = [&]<bool kCodes>() {
+      ForCount<PanelsAtOnce(R)>(
+          n, [&]<int N>() { FloatPanels<R, N, kCodes>(w, panel + i, a, lda, out); });
+    };
+    if (codes) {
+      run.template operator()<true>();
+    } else {
+      run.template operator()<false>();
     }
     i += n;
   }
@@ -226,20 +210,7 @@ void Int8Rows(const PackedNBits& w, int64_t panel, int panels, const QuantizedRo
   for (int i = 0; i < panels;) {
     const int n = std::min(PanelsAtOnce(R), panels - i);
     float* out = acc + i * kNBitsPanel;
-    switch (n) {
-      case 1:
-        Int8Panels<R, 1>(w, panel + i, a, out);
-        break;
-      case 2:
-        Int8Panels<R, 2>(w, panel + i, a, out);
-        break;
-      case 3:
-        Int8Panels<R, 3>(w, panel + i, a, out);
-        break;
-      default:
-        Int8Panels<R, 4>(w, panel + i, a, out);
-        break;
-    }
+    ForCount<PanelsAtOnce(R)>(n, [&]<int N>() { Int8Panels<R, N>(w, panel + i, a, out); });
     i += n;
   }
 }
@@ -298,30 +269,12 @@ void DequantizePanelAvx512(const PackedNBits& w, int64_t panel, float* out, int6
 
 void FloatPanelAvx512(const PackedNBits& w, int64_t panel, int panels, int rows, const float* a,
                       int64_t lda, float* acc) {
-  switch (rows) {
-    case 1:
-      return FloatRows<1>(w, panel, panels, a, lda, acc);
-    case 2:
-      return FloatRows<2>(w, panel, panels, a, lda, acc);
-    case 3:
-      return FloatRows<3>(w, panel, panels, a, lda, acc);
-    default:
-      return FloatRows<4>(w, panel, panels, a, lda, acc);
-  }
+  ForCount<kNBitsRows>(rows, [&]<int R>() { FloatRows<R>(w, panel, panels, a, lda, acc); });
 }
 
 void Int8PanelAvx512(const PackedNBits& w, int64_t panel, int panels, int rows,
                      const QuantizedRows& a, float* acc) {
-  switch (rows) {
-    case 1:
-      return Int8Rows<1>(w, panel, panels, a, acc);
-    case 2:
-      return Int8Rows<2>(w, panel, panels, a, acc);
-    case 3:
-      return Int8Rows<3>(w, panel, panels, a, acc);
-    default:
-      return Int8Rows<4>(w, panel, panels, a, acc);
-  }
+  ForCount<kNBitsRows>(rows, [&]<int R>() { Int8Rows<R>(w, panel, panels, a, acc); });
 }
 
 }  // namespace
