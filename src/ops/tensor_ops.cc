@@ -657,6 +657,9 @@ class PadKernel : public OpKernel {
     Shape out_shape(rank);
     for (int64_t d = 0; d < rank; ++d) {
       const int64_t in = x.shape()[d];
+      // A crop beyond the whole dim is no crop ONNX defines (and would overflow its negation).
+      OCTET_CHECK(begin[d] >= -in && end[d] >= -in, node.Describe(), ": pads ", ShapeToString(pads),
+                  " remove more than dim ", d, " of input ", ShapeToString(x.shape()));
       OCTET_CHECK(!__builtin_add_overflow(in, begin[d], &out_shape[d]) &&
                       !__builtin_add_overflow(out_shape[d], end[d], &out_shape[d]),
                   node.Describe(), ": pads ", ShapeToString(pads), " overflow dim ", d);
