@@ -283,8 +283,9 @@ class FloatAttentionKernel : public OpKernel {
     vmath::SoftmaxRow(row, row, n);
   }
 
-  // The decoder form (keys_rows): each (sequence, query head) entry start to end on one
-  // thread, its key and value head read in place; else the nodes' steps on whole tensors.
+  // The decoder form (keys_rows): each (sequence, key and value head) entry start to end
+  // on one thread with all its query heads, the key and value head read in place; else
+  // the nodes' steps on whole tensors.
   void RunKeysRows(KernelContext& ctx) const {
     const Tensor& q = ctx.input(0);
     const Tensor& k = ctx.input(1);
@@ -324,25 +325,32 @@ class FloatAttentionKernel : public OpKernel {
     const float* pm = mask.data<float>();
     const float* factor_value = factor.data<float>();
     float* po = out.data<float>();
+    // The query heads of one key and value head are consecutive, so their rows form
+    // one group x m matrix against the keys packed once.
+    const int64_t rows = group * m;
     auto entries = [&](int64_t begin, int64_t end) {
-      std::vector<float> scores(m * n);
-      for (int64_t bi = begin; bi < end; ++bi) {
-        const int64_t b = bi / heads, h = bi % heads, kv = b * kv_heads + h / group;
-        const SgemmPacked k_packed = SgemmPackBTransposed(pk + kv * n * d, d, n, d);
-        Sgemm(m, n, d, SgemmOperand::RowMajor(pq + bi * m * d, d), SgemmOperand::Packed(k_packed),
-              scores.data(), n, nullptr);
-        const float* mask_entry = pm + b * mask_strides[0] + h * mask_strides[1];
-        for (int64_t i = 0; i < m; ++i)
-          ScaleMaskSoftmax(scores.data() + i * n, n, factor_value,
-                           mask_entry + i * mask_strides[2], mask_step);
-        Sgemm(m, dv, n, SgemmOperand::RowMajor(scores.data(), n),
-              SgemmOperand::RowMajor(pv + kv * n * dv, dv), po + bi * m * dv, dv, nullptr);
+      std::vector<float> scores(rows * n);
+      for (int64_t entry = begin; entry < end; ++entry) {
+        const int64_t b = entry / kv_heads, first_head = entry % kv_heads * group;
+        const int64_t first_row = (b * heads + first_head) * m;
+        const SgemmPacked k_packed = SgemmPackBTransposed(pk + entry * n * d, d, n, d);
+        Sgemm(rows, n, d, SgemmOperand::RowMajor(pq + first_row * d, d),
+              SgemmOperand::Packed(k_packed), scores.data(), n, nullptr);
+        for (int64_t h = first_head; h < first_head + group; ++h) {
+          const float* mask_head = pm + b * mask_strides[0] + h * mask_strides[1];
+          float* head_scores = scores.data() + (h - first_head) * m * n;
+          for (int64_t i = 0; i < m; ++i)
+            ScaleMaskSoftmax(head_scores + i * n, n, factor_value, mask_head + i * mask_strides[2],
+                             mask_step);
+        }
+        Sgemm(rows, dv, n, SgemmOperand::RowMajor(scores.data(), n),
+              SgemmOperand::RowMajor(pv + entry * n * dv, dv), po + first_row * dv, dv, nullptr);
       }
     };
-    if (pool && batch * heads > 1) {
-      pool->ParallelFor(batch * heads, entries);
+    if (pool && batch * kv_heads > 1) {
+      pool->ParallelFor(batch * kv_heads, entries);
     } else {
-      entries(0, batch * heads);
+      entries(0, batch * kv_heads);
     }
   }
 

@@ -120,7 +120,9 @@ TEST(Sgemm, MatchesDoubleAndFmaChainOnEveryPathAndThreadCount) {
 }
 
 TEST(Sgemm, PacksBFromItsTranspose) {
-  for (const auto& s : std::vector<std::array<int64_t, 3>>{{7, 32, 5}, {12, 100, 33}, {3, 16, 1}}) {
+  // Full panels go through the paths' register transposes: K in whole blocks and not.
+  for (const auto& s : std::vector<std::array<int64_t, 3>>{
+           {7, 32, 5}, {12, 100, 33}, {3, 16, 1}, {1, 256, 64}, {3, 70, 37}, {13, 64, 130}}) {
     const int64_t M = s[0], N = s[1], K = s[2];
     Problem p = MakeProblem(M, N, K, 40 + static_cast<uint32_t>(N), 2, 0);
     // The transpose of B, N rows of K with leading dimension K + 3.

@@ -16,13 +16,15 @@ namespace {
 
 struct PathShape {
   int mr, nr;
-  sgemm::MicroKernel kernel;
+  const sgemm::MicroKernel* kernels;  // kernels[R - 1] computes R rows
+  sgemm::PanelTransposer transpose;   // full B panels from B's transpose; null: element-wise
 };
 
 // Scalar fallback with the same fma chain as the vector kernels.
+template <int kRows>
 void MicroKernelScalar(int64_t kc, const float* a, int64_t a_row_step, int64_t a_k_step,
                        const float* b, int64_t b_k_step, float* c, int64_t ldc, bool accumulate) {
-  constexpr int kRows = sgemm::kScalarRows, kCols = sgemm::kScalarCols;
+  constexpr int kCols = sgemm::kScalarCols;
   float acc[kRows][kCols];
   for (int i = 0; i < kRows; ++i)
     for (int j = 0; j < kCols; ++j) acc[i][j] = accumulate ? c[i * ldc + j] : 0.f;
@@ -33,16 +35,20 @@ void MicroKernelScalar(int64_t kc, const float* a, int64_t a_row_step, int64_t a
     for (int j = 0; j < kCols; ++j) c[i * ldc + j] = acc[i][j];
 }
 
+constexpr sgemm::MicroKernel kScalarKernels[sgemm::kScalarRows] = {
+    MicroKernelScalar<1>, MicroKernelScalar<2>, MicroKernelScalar<3>, MicroKernelScalar<4>};
+
 PathShape ShapeFor(SgemmPath path) {
   switch (path) {
 #if defined(__x86_64__) || defined(_M_X64)
     case SgemmPath::kAvx512:
-      return {sgemm::kAvx512Rows, sgemm::kAvx512Cols, sgemm::MicroKernelAvx512};
+      return {sgemm::kAvx512Rows, sgemm::kAvx512Cols, sgemm::kAvx512Kernels,
+              sgemm::TransposePanelAvx512};
     case SgemmPath::kAvx2:
-      return {sgemm::kAvx2Rows, sgemm::kAvx2Cols, sgemm::MicroKernelAvx2};
+      return {sgemm::kAvx2Rows, sgemm::kAvx2Cols, sgemm::kAvx2Kernels, sgemm::TransposePanelAvx2};
 #endif
     default:
-      return {sgemm::kScalarRows, sgemm::kScalarCols, MicroKernelScalar};
+      return {sgemm::kScalarRows, sgemm::kScalarCols, kScalarKernels, nullptr};
   }
 }
 
@@ -110,14 +116,12 @@ SgemmPacked Pack(const float* src, int64_t rows, int64_t K, int64_t row_stride, 
       const int64_t first = q * width, valid = std::min(width, rows - first);
       if (elem_stride == 1) {  // A, or B from its transpose: gather one k across the lines
         const float* lines = src + first * row_stride;
-        if (valid == width && width == sgemm::kAvx512Rows) {
+        if (valid == width && !is_a && shape.transpose) {
+          shape.transpose(lines, row_stride, K, out);
+        } else if (valid == width && width == sgemm::kAvx512Rows) {
           PackLines<sgemm::kAvx512Rows>(lines, row_stride, K, out);
         } else if (valid == width && width == sgemm::kAvx2Rows) {
           PackLines<sgemm::kAvx2Rows>(lines, row_stride, K, out);
-        } else if (valid == width && width == sgemm::kAvx512Cols) {
-          PackLines<sgemm::kAvx512Cols>(lines, row_stride, K, out);
-        } else if (valid == width && width == sgemm::kAvx2Cols) {
-          PackLines<sgemm::kAvx2Cols>(lines, row_stride, K, out);
         } else {
           for (int64_t p = 0; p < K; ++p, out += width) {
             for (int64_t r = 0; r < valid; ++r) out[r] = src[(first + r) * row_stride + p];
@@ -228,26 +232,22 @@ void Sgemm(int64_t M, int64_t N, int64_t K, const SgemmOperand& a, const SgemmOp
   col_blocks = (n_panels + cols_per_block - 1) / cols_per_block;
   const bool parallel = Splits(pool, row_blocks * col_blocks, macs);
 
-  // Row-major operands are read in place, A mr rows and B nr columns at a time
-  // (A: the kernel broadcasts each element, so packing would only copy it; B:
-  // packing pays only when a k block of a panel is reused by many row panels).
-  // A last partial panel is either packed, padded with zeros, or, on one thread
-  // with one k block, shifted back to end at the matrix edge: it then recomputes
-  // a few rows (columns) of the previous panel with the same chains, so the same
-  // bits are stored twice, and nothing is copied.
+  // Row-major operands are read in place, A up to mr rows and B nr columns at a
+  // time (A: the kernel broadcasts each element, so packing would only copy it; a
+  // last panel of fewer rows takes the kernel of that many rows; B: packing pays
+  // only when a k block of a panel is reused by many row panels). A last partial
+  // column panel is either packed, padded with zeros, or, on one thread with one
+  // k block, shifted back to end at the matrix edge: it then recomputes a few
+  // columns of the previous panel with the same chains, so the same bits are
+  // stored twice, and nothing is copied.
   const bool single_pass = K <= kBlockK && !parallel;
   const bool b_in_place = !b.packed && (K <= kBlockK || M <= kBlockRows);
-  const bool a_shift = !a.packed && single_pass && M > mr && M % mr != 0;
   const bool b_shift = b_in_place && single_pass && N > nr && N % nr != 0;
-  const int64_t a_full = a.packed ? 0 : a_shift ? m_panels : M / mr;
   const int64_t b_full = !b_in_place ? 0 : b_shift ? n_panels : N / nr;
-  SgemmPacked a_local, b_local;
-  if (a_full * mr < M && !a.packed)
-    a_local = Pack(a.data + a_full * mr * a.ld, M - a_full * mr, K, a.ld, 1, path, true, nullptr);
+  SgemmPacked b_local;
   if (b_full * nr < N && !b.packed)
     b_local = Pack(b.data + b_full * nr, N - b_full * nr, K, 1, b.ld, path, false,
                    b_full == 0 && macs >= kParallelMinMacs ? pool : nullptr);
-  const float* a_data = a.packed ? a.packed->data.get() : a_local.data.get();
   const float* b_data = b.packed ? b.packed->data.get() : b_local.data.get();
 
   auto run_items = [&](int64_t begin, int64_t end) {
@@ -268,24 +268,21 @@ void Sgemm(int64_t M, int64_t N, int64_t K, const SgemmOperand& a, const SgemmOp
                                             : b_data + pc * nr;
           const int64_t b_k_step = j < b_full ? b.ld : nr;
           for (int64_t i = i0; i < i1; ++i) {
-            const int64_t first_row = i < a_full ? std::min(i * mr, M - mr) : i * mr;
-            const int64_t rows = std::min(mr, M - first_row);
-            const float* a_panel = i < a_full ? a.data + first_row * a.ld + pc
-                                   : a.packed ? a_data + (i * K + pc) * mr
-                                              : a_data + pc * mr;
-            const int64_t a_row_step = i < a_full ? a.ld : 1, a_k_step = i < a_full ? 1 : mr;
+            const int64_t first_row = i * mr, rows = std::min(mr, M - first_row);
+            const float* a_panel = a.packed ? a.packed->data.get() + (i * K + pc) * mr
+                                            : a.data + first_row * a.ld + pc;
+            const int64_t a_row_step = a.packed ? 1 : a.ld, a_k_step = a.packed ? mr : 1;
+            const sgemm::MicroKernel kernel = shape.kernels[rows - 1];
             float* tile = c + first_row * ldc + first_col;
-            if (rows == mr && cols == nr) {
-              shape.kernel(kc, a_panel, a_row_step, a_k_step, b_panel, b_k_step, tile, ldc,
-                           accumulate);
+            if (cols == nr) {
+              kernel(kc, a_panel, a_row_step, a_k_step, b_panel, b_k_step, tile, ldc, accumulate);
               continue;
             }
             // An edge tile runs on a full-size copy; only its valid part is kept.
             if (accumulate)
               for (int64_t r = 0; r < rows; ++r)
                 std::memcpy(edge + r * nr, tile + r * ldc, cols * sizeof(float));
-            shape.kernel(kc, a_panel, a_row_step, a_k_step, b_panel, b_k_step, edge, nr,
-                         accumulate);
+            kernel(kc, a_panel, a_row_step, a_k_step, b_panel, b_k_step, edge, nr, accumulate);
             for (int64_t r = 0; r < rows; ++r)
               std::memcpy(tile + r * ldc, edge + r * nr, cols * sizeof(float));
           }
