@@ -1,8 +1,8 @@
 // Google Benchmark for the 4-bit weight product (kernels/nbits/nbits.h) at
-// decode shapes: M = 1..4 rows against packed weights of block size 32 with
+// decode shapes, M = 1..4 rows, and a prefill's M = 32, against packed weights of block size 32 with
 // uint8 zero points (ONNX Runtime's quantizer's form), both arithmetics.
 // Counters: weight_GBps, the packed bytes (codes, scales, zero points) read per
-// second. `cold` cycles through copies of the weights larger than the last-level
+// second, and GFLOPS (2 M K N per second). `cold` cycles through copies of the weights larger than the last-level
 // cache, so the bytes come from memory as a decoder's do; otherwise they stay in
 // cache and the kernel's arithmetic is what is timed. OCTET_ISA selects the path.
 // Run: build/<dir>/nbits_bench [--benchmark_filter=...] [--benchmark_repetitions=5]
@@ -58,6 +58,8 @@ void BM_NBitsGemv(benchmark::State& state) {
   }
   state.counters["weight_GBps"] =
       benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOPS"] =
+      benchmark::Counter(2e-9 * M * K * N, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // SmolLM2-135M's projections (q / o, gate / up, down) and Qwen3-0.6B's MLP.
@@ -66,7 +68,7 @@ void Shapes(benchmark::internal::Benchmark* b) {
   for (int64_t cold : {0, 1})
     for (int64_t arithmetic : {0, 1})
       for (int64_t threads : {1, 2})
-        for (int64_t m : {1, 4})
+        for (int64_t m : {1, 4, 32})
           for (const auto& kn : shapes) b->Args({m, kn[0], kn[1], threads, arithmetic, cold});
   b->ArgNames({"M", "K", "N", "threads", "int8", "cold"})->UseRealTime()->MinTime(0.2);
 }

@@ -187,23 +187,36 @@ class PowKernel : public OpKernel {
     Tensor& out = ctx.AllocateOutput(0, DType::kFloat32, shape);
     const float* pa = a.data<float>();
     float* po = out.data<float>();
-    auto run = [&](auto exponent_of) {
-      ForEachBroadcast<2>(shape, {&a.shape(), &b.shape()},
-                          [&](int64_t i, const std::array<int64_t, 2>& off) {
-                            const float e = exponent_of(off[1]);
-                            // x^2 is what exporters emit for variance; make it one exact multiply.
-                            po[i] = e == 2.f ? pa[off[0]] * pa[off[0]] : std::pow(pa[off[0]], e);
-                          });
-    };
+    if (b.numel() == 1 && shape == a.shape()) {  // one exponent: a plain loop
+      const float e = Exponent(b, 0, ctx.node());
+      if (e == 2.f) {
+        for (int64_t i = 0; i < out.numel(); ++i) po[i] = Square(pa[i]);
+      } else {
+        for (int64_t i = 0; i < out.numel(); ++i) po[i] = std::pow(pa[i], e);
+      }
+      return;
+    }
+    ForEachBroadcast<2>(shape, {&a.shape(), &b.shape()},
+                        [&](int64_t i, const std::array<int64_t, 2>& off) {
+                          const float e = Exponent(b, off[1], ctx.node());
+                          po[i] = e == 2.f ? Square(pa[off[0]]) : std::pow(pa[off[0]], e);
+                        });
+  }
+
+ private:
+  // x^2 is what exporters emit for variance; make it one exact multiply.
+  static float Square(float x) { return x * x; }
+
+  static float Exponent(const Tensor& b, int64_t j, const Node& node) {
     switch (b.dtype()) {
       case DType::kFloat32:
-        return run([&](int64_t j) { return b.data<float>()[j]; });
+        return b.data<float>()[j];
       case DType::kInt32:
-        return run([&](int64_t j) { return static_cast<float>(b.data<int32_t>()[j]); });
+        return static_cast<float>(b.data<int32_t>()[j]);
       case DType::kInt64:
-        return run([&](int64_t j) { return static_cast<float>(b.data<int64_t>()[j]); });
+        return static_cast<float>(b.data<int64_t>()[j]);
       default:
-        Fail(ctx.node().Describe(), ": exponent dtype ", DTypeName(b.dtype()));
+        Fail(node.Describe(), ": exponent dtype ", DTypeName(b.dtype()));
     }
   }
 };
@@ -272,32 +285,10 @@ class ReduceKernel : public OpKernel {
                                     : Acc{0});
     std::vector<bool> nan(extremum ? n_out : 0, false);
     const T* px = static_cast<const T*>(x.raw());
-    // Walk x, mapping each element to its output slot (reduced dims stride 0).
-    std::vector<int64_t> out_strides(kept_shape.size(), 0);
-    int64_t stride = 1;
-    for (size_t d = kept_shape.size(); d-- > 0;) {
-      out_strides[d] = kept_shape[d] == 1 ? 0 : stride;
-      stride *= kept_shape[d];
-    }
-    const Shape& shape = x.shape();
-    std::vector<int64_t> index(shape.size(), 0);
-    int64_t slot = 0;
-    for (int64_t i = 0; i < x.numel(); ++i) {
-      const Acc v = static_cast<Acc>(px[i]);
-      if (extremum) {
-        if constexpr (std::is_floating_point_v<T>) {
-          if (std::isnan(px[i])) nan[slot] = true;
-        }
-        acc[slot] = op_ == ReduceOp::kMax ? std::max(acc[slot], v) : std::min(acc[slot], v);
-      } else {
-        acc[slot] += v;
-      }
-      for (size_t d = shape.size(); d-- > 0;) {
-        slot += out_strides[d];
-        if (++index[d] < shape[d]) break;
-        slot -= out_strides[d] * shape[d];
-        index[d] = 0;
-      }
+    if (!extremum && ReducesTrailingDims(x.shape(), kept_shape)) {
+      SumContiguousGroups(px, n_out, group, acc.data());
+    } else {
+      WalkAndReduce(px, x.shape(), kept_shape, acc, nan);
     }
     T* po = static_cast<T*>(out.raw());
     for (int64_t j = 0; j < n_out; ++j) {
@@ -314,6 +305,77 @@ class ReduceKernel : public OpKernel {
         po[j] = std::numeric_limits<T>::quiet_NaN();
       } else {
         po[j] = static_cast<T>(acc[j]);
+      }
+    }
+  }
+
+  // Whether every reduced dim (of more than one element) comes after every kept one:
+  // then each output sums one contiguous run of x.
+  static bool ReducesTrailingDims(const Shape& shape, const Shape& kept_shape) {
+    bool reduced_seen = false;
+    for (size_t d = 0; d < shape.size(); ++d) {
+      if (shape[d] == 1) continue;
+      if (kept_shape[d] == 1) {
+        reduced_seen = true;
+      } else if (reduced_seen) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // Each output's sum in increasing index, the walk's order; four runs at a time so
+  // that their additions overlap.
+  template <typename T, typename Acc>
+  static void SumContiguousGroups(const T* px, int64_t n_out, int64_t group, Acc* acc) {
+    int64_t j = 0;
+    for (; j + 4 <= n_out; j += 4) {
+      const T* run = px + j * group;
+      Acc s0{0}, s1{0}, s2{0}, s3{0};
+      for (int64_t i = 0; i < group; ++i) {
+        s0 += static_cast<Acc>(run[i]);
+        s1 += static_cast<Acc>(run[group + i]);
+        s2 += static_cast<Acc>(run[2 * group + i]);
+        s3 += static_cast<Acc>(run[3 * group + i]);
+      }
+      acc[j] = s0, acc[j + 1] = s1, acc[j + 2] = s2, acc[j + 3] = s3;
+    }
+    for (; j < n_out; ++j) {
+      Acc sum{0};
+      for (int64_t i = 0; i < group; ++i) sum += static_cast<Acc>(px[j * group + i]);
+      acc[j] = sum;
+    }
+  }
+
+  // Walks x, mapping each element to its output slot (reduced dims stride 0).
+  template <typename T, typename Acc>
+  void WalkAndReduce(const T* px, const Shape& shape, const Shape& kept_shape,
+                     std::vector<Acc>& acc, std::vector<bool>& nan) const {
+    const bool extremum = op_ == ReduceOp::kMax || op_ == ReduceOp::kMin;
+    const int64_t numel = NumElements(shape);
+    std::vector<int64_t> out_strides(kept_shape.size(), 0);
+    int64_t stride = 1;
+    for (size_t d = kept_shape.size(); d-- > 0;) {
+      out_strides[d] = kept_shape[d] == 1 ? 0 : stride;
+      stride *= kept_shape[d];
+    }
+    std::vector<int64_t> index(shape.size(), 0);
+    int64_t slot = 0;
+    for (int64_t i = 0; i < numel; ++i) {
+      const Acc v = static_cast<Acc>(px[i]);
+      if (extremum) {
+        if constexpr (std::is_floating_point_v<T>) {
+          if (std::isnan(px[i])) nan[slot] = true;
+        }
+        acc[slot] = op_ == ReduceOp::kMax ? std::max(acc[slot], v) : std::min(acc[slot], v);
+      } else {
+        acc[slot] += v;
+      }
+      for (size_t d = shape.size(); d-- > 0;) {
+        slot += out_strides[d];
+        if (++index[d] < shape[d]) break;
+        slot -= out_strides[d] * shape[d];
+        index[d] = 0;
       }
     }
   }

@@ -81,6 +81,59 @@ std::vector<double> ReferenceMatMul(const Tensor& a, const Tensor& b, const Shap
   return result;
 }
 
+// Reductions over trailing dims read each output's run in place; over leading ones
+// they walk x. Both add in increasing index from 0 in double: a double reference in
+// that order, and the same elements transposed (reduced dim first), agree bit for bit.
+TEST(FloatReduce, TrailingAndLeadingDimsAddInTheSameOrder) {
+  for (const auto& [rows, length] :
+       std::vector<std::pair<int64_t, int64_t>>{{1, 576}, {5, 37}, {8, 1}, {3, 0}, {9, 130}}) {
+    Tensor x(DType::kFloat32, {rows, length}), x_t(DType::kFloat32, {length, rows});
+    std::mt19937 rng(static_cast<uint32_t>(rows * 1000 + length));
+    std::normal_distribution<float> dist(0.f, 3.f);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t i = 0; i < length; ++i)
+        x_t.data<float>()[i * rows + r] = x.data<float>()[r * length + i] = dist(rng);
+    Tensor axes_last(DType::kInt64, {1}), axes_first(DType::kInt64, {1});
+    axes_last.data<int64_t>()[0] = -1;
+    axes_first.data<int64_t>()[0] = 0;
+    for (const char* op : {"ReduceSum", "ReduceMean"}) {
+      const Tensor trailing = RunOp(op, 18, {x, axes_last});
+      const Tensor leading = RunOp(op, 18, {x_t, axes_first});
+      ASSERT_EQ(trailing.numel(), rows);
+      ASSERT_EQ(leading.numel(), rows);
+      for (int64_t r = 0; r < rows; ++r) {
+        double sum = 0;
+        for (int64_t i = 0; i < length; ++i) sum += x.data<float>()[r * length + i];
+        const float expected = std::string(op) == "ReduceSum"
+                                   ? static_cast<float>(sum)
+                                   : static_cast<float>(sum / static_cast<double>(length));
+        const float got = trailing.data<float>()[r], walked = leading.data<float>()[r];
+        EXPECT_EQ(std::memcmp(&got, &expected, 4), 0) << op << " " << rows << "x" << length;
+        EXPECT_EQ(std::memcmp(&walked, &expected, 4), 0) << op << " " << rows << "x" << length;
+      }
+    }
+  }
+}
+
+// Pow by one exponent runs a plain loop: x^2 is x * x, other exponents std::pow, the
+// same as an exponent broadcast from a tensor of several equal values.
+TEST(FloatPow, OneExponentMatchesItsBroadcastForm) {
+  Tensor x(DType::kFloat32, {3, 7});
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> dist(0.1f, 4.f);
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = dist(rng);
+  for (float e : {2.f, 3.f, 0.5f}) {
+    const Tensor one = RunOp("Pow", 15, {x, Make({}, {e})});
+    const Tensor per_column = RunOp("Pow", 15, {x, Make({7}, std::vector<float>(7, e))});
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      const float v = x.data<float>()[i];
+      const float expected = e == 2.f ? v * v : std::pow(v, e);
+      EXPECT_EQ(one.data<float>()[i], expected) << "exponent " << e;
+      EXPECT_EQ(per_column.data<float>()[i], expected) << "exponent " << e;
+    }
+  }
+}
+
 TEST(FloatMatMul, MatchesReferenceWithBatchBroadcast) {
   const std::vector<std::pair<Shape, Shape>> cases = {
       {{3, 4}, {4, 5}}, {{2, 3, 4}, {4, 5}}, {{3, 4}, {2, 4, 5}}, {{2, 1, 3, 4}, {5, 4, 2}},
