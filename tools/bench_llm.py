@@ -7,11 +7,14 @@ alternating rounds on the same feeds, min and median over the rounds; decode's w
 rate (the model's initializer bytes except the embedding table, which decode gathers one
 row of, per decode time) against this machine's measured memory read rate; with --rss the
 peak RSS of a fresh process per engine that runs one decode step. With --gguf FILE, the same
-prefill and decode through llama-cpp-python (`llama_cpp`, if installed).
+prefill and decode through llama-cpp-python (`llama_cpp`, if installed). With --forward,
+a third engine, octet-int8: octet with float_matmul="int8" (the forward route, which gives a
+4-bit DequantizeLinear -> MatMul the accuracy level 4 arithmetic ONNX Runtime's default
+options give it; octet alone keeps the pair's float arithmetic).
 
     .venv/bin/python tools/bench_llm.py build/models/smollm2-135m.cached.a8w8.onnx \\
         [MODEL...] [--threads 1,2] [--prefill 32,256] [--context 256] [--rounds 5] \\
-        [--gguf FILE] [--rss] [--json OUT.json]
+        [--forward] [--gguf FILE] [--rss] [--json OUT.json]
 
 docs/benchmarks.md keeps the results per CPU class."""
 
@@ -91,6 +94,10 @@ def memory_read_rate(threads, gib=1):
 
 def bench_model(path, threads, args):
     sessions = {engine: measure.make_session(engine, path, threads) for engine in ENGINES}
+    if args.forward:
+        import octet
+        sessions["octet-int8"] = octet.InferenceSession(path, threads=threads,
+                                                        float_matmul="int8")
     layout = cache_layout(sessions["octet"])
     rows = []
     cases = [("prefill", p, 0) for p in args.prefill] + [("decode", 1, args.context - 1)]
@@ -98,7 +105,7 @@ def bench_model(path, threads, args):
         feeds = feeds_for(layout, tokens, past)
         fns = {e: (lambda s=s: s.run(None, feeds)) for e, s in sessions.items()}
         samples = measure.alternate(fns, rounds=args.rounds, warmup=1)
-        for engine in ENGINES:
+        for engine in sessions:
             walls = [1e3 * s.wall / tokens for s in samples[engine]]
             rows.append({"model": os.path.basename(path), "engine": engine, "threads": threads,
                          "phase": phase, "tokens": tokens, "context": past + tokens,
@@ -108,7 +115,7 @@ def bench_model(path, threads, args):
             feeds_path = os.path.join(tmp, "feeds.npz")
             np.savez(feeds_path, **feeds_for(layout, 1, args.context - 1))
             for row in rows:
-                if row["phase"] == "decode":
+                if row["phase"] == "decode" and row["engine"] in ENGINES:
                     row["peak_rss_mib"] = measure.peak_rss(row["engine"], path, threads,
                                                            feeds_path)["peak_kib"] / 1024
     return rows
@@ -186,6 +193,8 @@ def main():
     parser.add_argument("--prefill", default="32,256")
     parser.add_argument("--context", type=int, default=256)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--forward", action="store_true",
+                        help='also octet with float_matmul="int8" (engine octet-int8)')
     parser.add_argument("--gguf", metavar="FILE")
     parser.add_argument("--rss", action="store_true")
     parser.add_argument("--json", metavar="OUT")

@@ -96,7 +96,8 @@ class InferenceSession:
     threads: worker threads (0 = one per core); results never depend on it.
     float_matmul: "float" (as written) or "int8": float MatMuls with a constant 2-D weight
         run on the int8 GEMM (weights per column, activations per row, amax/127), an
-        approximation of the float product (docs/ort-ep.md, "The forward route").
+        approximation of the float product (docs/ort-ep.md, "The forward route"), and a
+        4-bit DequantizeLinear -> MatMul takes MatMulNBits' accuracy level 4 arithmetic.
     keep_intermediates: keep every value the graph computes so that run() can return any
         of get_intermediates() by name (costs their memory; results are unchanged).
     max_tensor_bytes: the largest tensor the session may allocate (None: OCTET_MAX_TENSOR_BYTES,

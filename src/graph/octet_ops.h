@@ -110,7 +110,9 @@ inline constexpr const char* kInt8DynamicMatMulOp = "Int8DynamicMatMul";
 // (kernels/nbits/nbits.h, kFloat), and the float weights are never made. x
 // float [..., K]; w int4/uint4 constant [K, N]; scale float32 constant
 // [ceil(K / block_size), N]; zero_point optional (0), w's type, scale's shape.
-// Attribute block_size (a power of two >= 16).
+// Attribute block_size (a power of two >= 16). Attribute accuracy_level=4 (the
+// forward route, rewrite/float_matmul_int8.h) computes MatMulNBits' int8
+// arithmetic instead (kInt8): ONNX Runtime's result for the pair, not the graph's.
 inline constexpr const char* kBlockedDqMatMulOp = "BlockedDqMatMul";
 enum BlockedDqMatMulInput { kBlockedDqX = 0, kBlockedDqW, kBlockedDqScale, kBlockedDqZero };
 

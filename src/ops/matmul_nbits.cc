@@ -155,7 +155,11 @@ class BlockedDqMatMulKernel : public OpKernel {
         z[n * k_blocks + b] = zero ? static_cast<float>(Code(*zero, b * N + n)) : absent;
       }
     }
-    w_ = PackNBits(q.data(), s.data(), z.data(), K, N, bs, NBitsArithmetic::kFloat);
+    // accuracy_level 4 (the forward route, rewrite/float_matmul_int8.h): the integer
+    // zero points allow MatMulNBits' int8 arithmetic.
+    const bool int8 = node.GetInt("accuracy_level", 0) == 4;
+    w_ = PackNBits(q.data(), s.data(), z.data(), K, N, bs,
+                   int8 ? NBitsArithmetic::kInt8 : NBitsArithmetic::kFloat);
   }
 
   void Run(KernelContext& ctx) override { RunProduct(ctx, w_, ctx.input(kBlockedDqX), nullptr); }

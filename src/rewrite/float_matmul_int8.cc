@@ -34,6 +34,12 @@ void QuantizeFloatMatMuls(Graph& g, QdqReport& report) {
   std::vector<int> quantized_weights;
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     Node& node = g.nodes[n];
+    if (node.domain == kOctetDomain && node.op_type == kBlockedDqMatMulOp) {
+      node.attributes["accuracy_level"] = Attribute::Int(4);
+      report.Fuse(node, std::string(kOctetDomain) + "." + kBlockedDqMatMulOp +
+                            " (forward route: accuracy_level 4, x int8 per block)");
+      continue;
+    }
     if (node.domain != kOnnxDomain || node.op_type != "MatMul" || node.inputs.size() != 2 ||
         node.outputs.size() != 1)
       continue;

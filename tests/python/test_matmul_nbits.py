@@ -213,6 +213,24 @@ def test_dequantize_matmul_fold_changes_no_bits(signed, bs, zero, monkeypatch, t
             assert np.all(np.abs(fused - y_ort) <= 2 * K * 2.0 ** -23 * (np.abs(a) @ w))
 
 
+@pytest.mark.parametrize("signed", [False, True])
+@pytest.mark.parametrize("bs,zero", [(32, "random"), (128, "absent")])
+def test_forward_route_gives_the_pair_level_4(signed, bs, zero):
+    """float_matmul="int8": the folded pair takes MatMulNBits' accuracy level 4, as ONNX
+    Runtime's default options do, in octet's documented level-4 order."""
+    rng = np.random.default_rng(bs + signed)
+    K, N = 2 * bs + 32, 24
+    q, scales, z = _weights(rng, K, N, bs, zero)
+    model = _dq_matmul_model(q, scales, z, K, N, bs, signed)
+    zero8 = z if z is not None else np.full(scales.shape, 8 if signed else 0, np.uint8)
+    session = octet.InferenceSession(model, float_matmul="int8")
+    for M in (1, 5, 33):
+        a = rng.standard_normal((M, K)).astype(np.float32)
+        y = session.run(None, {"A": a})[0]
+        assert y.tobytes() == _level4_expected(a, q, scales, zero8, bs).tobytes()
+        assert not np.array_equal(y, _octet(model, {"A": a}))  # not the float arithmetic
+
+
 def _gbq_model(data, scales, zero, **attrs):
     inits = [data, numpy_helper.from_array(scales, "S")]
     names = ["D", "I", "S"]
