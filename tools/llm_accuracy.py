@@ -31,7 +31,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "mod
 import common  # noqa: E402
 import ort_exact  # noqa: E402
 
-ENGINES = ("ort", "octet")
+# octet-int8: octet with float_matmul="int8" (a 4-bit DequantizeLinear -> MatMul at
+# accuracy level 4, as ONNX Runtime's default options run it).
+ENGINES = ("ort", "octet", "octet-int8")
 
 
 EIGHT_BIT = {"QuantizeLinear", "DequantizeLinear", "QLinearMatMul", "MatMulInteger"}
@@ -49,7 +51,8 @@ def open_session(engine, path, threads, ort_as_is=False):
             model = ort_exact.for_ort(onnx.load(path), {})[0].SerializeToString()
         return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
     import octet
-    return octet.InferenceSession(path, threads=threads)
+    return octet.InferenceSession(path, threads=threads,
+                                  float_matmul="int8" if engine == "octet-int8" else "float")
 
 
 def past_shapes(path):
@@ -136,7 +139,7 @@ def main():
     parser.add_argument("models", nargs="+", help="quantized forms of the float model")
     parser.add_argument("--prompts", default=os.path.join(common.DATA_DIR, "llm_prompts.txt"))
     parser.add_argument("--steps", type=int, default=16, help="greedy steps per prompt")
-    parser.add_argument("--engines", default=",".join(ENGINES))
+    parser.add_argument("--engines", default="ort,octet", help="of " + ",".join(ENGINES))
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--ort-as-is", action="store_true",
                         help="run ONNX Runtime on the files unchanged, not in its exact form")
@@ -168,7 +171,7 @@ def main():
             "as they are" if args.ort_as_is or ort_exact.oracle_form() == "s8" else
             "in their exact u8 x u8 form", ort_exact.describe_host()))
     rows = []
-    print("%-40s %-6s %12s %8s" % ("model", "engine", "mean KL", "top-1"))
+    print("%-40s %-10s %12s %8s" % ("model", "engine", "mean KL", "top-1"))
     for path in args.models:
         for engine in engines:
             row = {"model": os.path.basename(path), "engine": engine}
@@ -183,15 +186,15 @@ def main():
                 row.update(mean_kl=float(np.concatenate(kls).mean()),
                            top1=float(np.concatenate(agree).mean()),
                            positions=int(sum(len(k) for k in kls)))
-                print("%-40s %-6s %12.3e %7.1f%%" % (row["model"], engine, row["mean_kl"],
+                print("%-40s %-10s %12.3e %7.1f%%" % (row["model"], engine, row["mean_kl"],
                                                       100 * row["top1"]))
             except Exception as error:  # a refusal: say it, go on with the other rows
                 row["refused"] = "%s: %s" % (type(error).__name__, error)
                 if engine == "octet":
                     row["missing_operators"] = missing_operators(path)
-                print("%-40s %-6s refused: %s" % (row["model"], engine, row["refused"]))
+                print("%-40s %-10s refused: %s" % (row["model"], engine, row["refused"]))
                 if row.get("missing_operators"):
-                    print("%-40s %-6s   no kernel for: %s" % ("", "", ", ".join(
+                    print("%-40s %-10s   no kernel for: %s" % ("", "", ", ".join(
                         row["missing_operators"])))
             rows.append(row)
     if args.json:
