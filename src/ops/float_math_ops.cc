@@ -183,7 +183,8 @@ class PowKernel : public OpKernel {
   void Run(KernelContext& ctx) override {
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
-    const Shape shape = BroadcastOrFail(a.shape(), b.shape(), ctx.node().Describe());
+    const Shape shape =
+        BroadcastOrFail(a.shape(), b.shape(), [&] { return ctx.node().Describe(); });
     Tensor& out = ctx.AllocateOutput(0, DType::kFloat32, shape);
     const float* pa = a.data<float>();
     float* po = out.data<float>();

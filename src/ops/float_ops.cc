@@ -361,8 +361,8 @@ class FloatAttentionKernel : public OpKernel {
                 ShapeToString(x.shape()));
     Shape unsqueezed = x.shape();
     unsqueezed.insert(unsqueezed.begin() + 2, 1);
-    const Shape expanded =
-        BroadcastOrFail(unsqueezed, {1, 1, kv_repeat_, 1, 1}, node.Describe() + " (repeat_kv)");
+    const Shape expanded = BroadcastOrFail(unsqueezed, {1, 1, kv_repeat_, 1, 1},
+                                           [&] { return node.Describe() + " (repeat_kv)"; });
     Tensor repeated = Tensor::Uninitialized(DType::kFloat32, expanded);
     StridedCopy(x.raw(), repeated.raw(), sizeof(float), expanded,
                 BroadcastStrides(unsqueezed, expanded), pool);
@@ -409,8 +409,8 @@ class FloatAttentionKernel : public OpKernel {
 
   static Tensor Binary(BinaryOp op, const Tensor& a, const Tensor& b, const Node& node,
                        ThreadPool* pool) {
-    Tensor out = Tensor::Uninitialized(DType::kFloat32,
-                                       BroadcastOrFail(a.shape(), b.shape(), node.Describe()));
+    Tensor out = Tensor::Uninitialized(
+        DType::kFloat32, BroadcastOrFail(a.shape(), b.shape(), [&] { return node.Describe(); }));
     BinaryFloat32(op, a, b, out, pool);
     return out;
   }
@@ -564,7 +564,8 @@ class MaskedSoftmaxKernel : public OpKernel {
         LookupDwords256(static_cast<const uint8_t*>(x.raw()), x.numel(), offset, *entries,
                         scores.raw());
       }
-      const Shape out_shape = BroadcastOrFail(scores.shape(), mask.shape(), node.Describe());
+      const Shape out_shape =
+          BroadcastOrFail(scores.shape(), mask.shape(), [&] { return node.Describe(); });
       Tensor probs = Tensor::Uninitialized(DType::kFloat32, out_shape);
       if (mask_first_) {
         BinaryFloat32(BinaryOp::kAdd, mask, scores, probs, ctx.pool());
@@ -650,7 +651,8 @@ class BinaryKernel : public OpKernel {
   void Run(KernelContext& ctx) override {
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
-    const Shape shape = BroadcastOrFail(a.shape(), b.shape(), ctx.node().Describe());
+    const Shape shape =
+        BroadcastOrFail(a.shape(), b.shape(), [&] { return ctx.node().Describe(); });
     switch (a.dtype()) {
       case DType::kInt32:
         return BinaryInteger<int32_t>(a, b, ctx.AllocateOutput(0, a.dtype(), shape), ctx.node());

@@ -238,7 +238,7 @@ class QLinearBinaryKernel : public OpKernel {
     pa.zero = ReadScalarZero(ctx, kAZero, pa.type, "A_zero_point");
     pb.zero = ReadScalarZero(ctx, kBZero, pb.type, "B_zero_point");
     pc.zero = ReadScalarZero(ctx, kCZero, pc.type, "C_zero_point");
-    const Shape shape = BroadcastOrFail(a.shape(), b.shape(), node.Describe());
+    const Shape shape = BroadcastOrFail(a.shape(), b.shape(), [&] { return node.Describe(); });
     Tensor& c = ctx.AllocateUninitializedOutput(0, out_type, shape);  // every element is written
     if (form_.float_steps && constant_) {
       // The other operand takes A's place; the constant one is read as floats.

@@ -473,7 +473,8 @@ class CompareKernel : public OpKernel {
   void Run(KernelContext& ctx) override {
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
-    const Shape shape = BroadcastOrFail(a.shape(), b.shape(), ctx.node().Describe());
+    const Shape shape =
+        BroadcastOrFail(a.shape(), b.shape(), [&] { return ctx.node().Describe(); });
     Tensor& out = ctx.AllocateOutput(0, DType::kBool, shape);
     bool* po = out.data<bool>();
     DispatchNumeric(a.dtype(), ctx.node(), [&](auto tag) {
@@ -513,7 +514,8 @@ class LogicKernel : public OpKernel {
   void Run(KernelContext& ctx) override {
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
-    const Shape shape = BroadcastOrFail(a.shape(), b.shape(), ctx.node().Describe());
+    const Shape shape =
+        BroadcastOrFail(a.shape(), b.shape(), [&] { return ctx.node().Describe(); });
     Tensor& out = ctx.AllocateOutput(0, DType::kBool, shape);
     const bool* pa = a.data<bool>();
     const bool* pb = b.data<bool>();

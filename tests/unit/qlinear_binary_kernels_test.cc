@@ -400,7 +400,7 @@ TEST(QBinaryOps, BroadcastFormsMatchANaiveWalkOnOneAndTwoThreads) {
           int_test::ZeroPoints(s.c_type, {}, {s.zc})};
       std::map<std::string, Attribute> attributes;
       if (!ms) attributes["arithmetic"] = Attribute::String("float");
-      const Shape out = BroadcastOrFail(sc.a, sc.b, "test");
+      const Shape out = BroadcastOrFail(sc.a, sc.b, [] { return "test"; });
       std::vector<uint8_t> expected(NumElements(out));
       const auto* pa = static_cast<const uint8_t*>(a.raw());
       const auto* pb = static_cast<const uint8_t*>(b.raw());

@@ -17,13 +17,6 @@ std::optional<Shape> BroadcastShapes(const Shape& a, const Shape& b) {
   return out;
 }
 
-Shape BroadcastOrFail(const Shape& a, const Shape& b, const std::string& who) {
-  std::optional<Shape> shape = BroadcastShapes(a, b);
-  OCTET_CHECK(shape.has_value(), who, ": shapes ", ShapeToString(a), " and ", ShapeToString(b),
-              " do not broadcast");
-  return *shape;
-}
-
 std::vector<int64_t> BroadcastStrides(const Shape& in, const Shape& out) {
   std::vector<int64_t> strides(out.size(), 0);
   int64_t stride = 1;

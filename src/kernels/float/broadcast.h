@@ -7,14 +7,22 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "core/tensor.h"
 
 namespace octet {
 
 // The broadcast of a and b, or nullopt when a dim pair is neither equal nor 1.
 std::optional<Shape> BroadcastShapes(const Shape& a, const Shape& b);
-// The broadcast of a and b; throws "<who>: shapes A and B do not broadcast".
-Shape BroadcastOrFail(const Shape& a, const Shape& b, const std::string& who);
+// The broadcast of a and b; throws "<who()>: shapes A and B do not broadcast". `who` is
+// called only then: a node's description costs more to build than the broadcast.
+template <typename Who>
+Shape BroadcastOrFail(const Shape& a, const Shape& b, Who&& who) {
+  std::optional<Shape> shape = BroadcastShapes(a, b);
+  OCTET_CHECK(shape.has_value(), who(), ": shapes ", ShapeToString(a), " and ", ShapeToString(b),
+              " do not broadcast");
+  return *std::move(shape);
+}
 
 // Element strides of `in` (row-major) aligned to the trailing dims of `out`;
 // 0 where `in` is broadcast (missing or size-1 dim). Size equals out.size().
