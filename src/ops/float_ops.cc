@@ -175,6 +175,10 @@ Tensor Permuted(const Tensor& x, const std::vector<int64_t>& perm, ThreadPool* p
 // steps run one after another on whole tensors. Both ways every element takes
 // the same operations as the separate nodes (the same GEMM chains, IEEE
 // divide and add, softmax rows), so the bits are the graph's.
+// Query rows per head from which the decoder form packs the keys once per query head
+// rather than once per key head: a row panel of the float GEMM's widest path.
+constexpr int64_t kQueryRowsPerKeyPacking = 12;
+
 class FloatAttentionKernel : public OpKernel {
  public:
   explicit FloatAttentionKernel(const KernelInit& init)
@@ -325,18 +329,22 @@ class FloatAttentionKernel : public OpKernel {
     const float* pm = mask.data<float>();
     const float* factor_value = factor.data<float>();
     float* po = out.data<float>();
-    // The query heads of one key and value head are consecutive, so their rows form
-    // one group x m matrix against the keys packed once.
-    const int64_t rows = group * m;
+    // The query heads of one key and value head are consecutive, so their rows form one
+    // matrix against the keys packed once: an entry takes all of them when a head has few
+    // query rows (a decoding step, where packing the keys is most of the work), else one
+    // (more entries to share among the threads; the packing is then a small part).
+    const int64_t heads_per_entry = m < kQueryRowsPerKeyPacking ? group : 1;
+    const int64_t rows = heads_per_entry * m, entry_count = batch * heads / heads_per_entry;
     auto entries = [&](int64_t begin, int64_t end) {
       std::vector<float> scores(rows * n);
       for (int64_t entry = begin; entry < end; ++entry) {
-        const int64_t b = entry / kv_heads, first_head = entry % kv_heads * group;
+        const int64_t first_head = entry * heads_per_entry % heads;
+        const int64_t b = entry * heads_per_entry / heads, kv = b * kv_heads + first_head / group;
         const int64_t first_row = (b * heads + first_head) * m;
-        const SgemmPacked k_packed = SgemmPackBTransposed(pk + entry * n * d, d, n, d);
+        const SgemmPacked k_packed = SgemmPackBTransposed(pk + kv * n * d, d, n, d);
         Sgemm(rows, n, d, SgemmOperand::RowMajor(pq + first_row * d, d),
               SgemmOperand::Packed(k_packed), scores.data(), n, nullptr);
-        for (int64_t h = first_head; h < first_head + group; ++h) {
+        for (int64_t h = first_head; h < first_head + heads_per_entry; ++h) {
           const float* mask_head = pm + b * mask_strides[0] + h * mask_strides[1];
           float* head_scores = scores.data() + (h - first_head) * m * n;
           for (int64_t i = 0; i < m; ++i)
@@ -344,13 +352,13 @@ class FloatAttentionKernel : public OpKernel {
                              mask_step);
         }
         Sgemm(rows, dv, n, SgemmOperand::RowMajor(scores.data(), n),
-              SgemmOperand::RowMajor(pv + entry * n * dv, dv), po + first_row * dv, dv, nullptr);
+              SgemmOperand::RowMajor(pv + kv * n * dv, dv), po + first_row * dv, dv, nullptr);
       }
     };
-    if (pool && batch * kv_heads > 1) {
-      pool->ParallelFor(batch * kv_heads, entries);
+    if (pool && entry_count > 1) {
+      pool->ParallelFor(entry_count, entries);
     } else {
-      entries(0, batch * kv_heads);
+      entries(0, entry_count);
     }
   }
 

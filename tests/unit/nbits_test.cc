@@ -120,9 +120,10 @@ TEST_P(NBitsIsaTest, MatchesTheReferenceBitForBit) {
 TEST_P(NBitsIsaTest, ThreadCountsGiveTheSameBytes) {
   ThreadPool two(2), three(3);
   for (NBitsArithmetic arith : {NBitsArithmetic::kFloat, NBitsArithmetic::kInt8}) {
-    // 14 panels: the threads' shares end inside groups of panels. M 20: the
-    // float arithmetic's GEMM form.
-    for (int64_t M : {5, 20}) {
+    // 14 panels: the threads' shares end inside groups of panels. M 20 and 40: the
+    // float arithmetic's GEMM form, its 4 groups also split by rows (a partial last
+    // panel; with 3 threads a block past the last row).
+    for (int64_t M : {5, 20, 40}) {
       const Case c = MakeCase(M, 640, 211, 32, -2, true, 99);
       const std::vector<float> one = RunPacked(c, arith, GetParam(), nullptr);
       EXPECT_TRUE(SameBytes(one, Reference(c, arith))) << M;

@@ -93,6 +93,8 @@ constexpr int64_t kParallelMinMacs = int64_t{1} << 18;
 // and runs the float GEMM on it (the same fma chains), instead of unpacking the
 // weights again for every kNBitsRows rows.
 constexpr int64_t kGemmMinRows = 8;
+// Work items per thread the float GEMM path aims for (rows are split to reach it).
+constexpr int64_t kItemsPerThread = 4;
 
 const PanelKernels& KernelsFor(Isa isa) {
 #if defined(__x86_64__) || defined(_M_X64)
@@ -227,25 +229,43 @@ void NBitsMatMul(const PackedNBits& w, int64_t M, const float* a, int64_t lda, c
   if (!int8 && M >= nbits::kGemmMinRows) {
     const int64_t groups = (w.panels + kNBitsGroup - 1) / kNBitsGroup;
     const SgemmPacked a_packed = SgemmPackA(a, M, w.K, lda, SgemmPathFor(isa));
-    auto run_groups = [&](int64_t g0, int64_t g1) {
+    // Work items are (group, block of rows): with few groups (a narrow product) the rows
+    // are split too, in whole panels of the packed A, so that every thread has work.
+    const int64_t panel_rows = a_packed.panel, row_panels = (M + panel_rows - 1) / panel_rows;
+    const int64_t threads = parallel ? pool->num_threads() : 1;
+    const int64_t row_blocks =
+        std::min(row_panels, (nbits::kItemsPerThread * threads + groups - 1) / groups);
+    const int64_t panels_per_block = (row_panels + row_blocks - 1) / row_blocks;
+    auto run_items = [&](int64_t item0, int64_t item1) {
       std::vector<float> b(w.K * nbits::kNBitsAccRow);
-      for (int64_t g = g0; g < g1; ++g) {
+      int64_t dequantized = -1;  // the group b holds
+      for (int64_t item = item0; item < item1; ++item) {
+        const int64_t g = item / row_blocks, first_panel = item % row_blocks * panels_per_block;
+        const int64_t r0 = first_panel * panel_rows;
+        if (r0 >= M) continue;
+        const int64_t rows = std::min(M, r0 + panels_per_block * panel_rows) - r0;
         const int64_t p0 = g * kNBitsGroup;
         const int64_t ldb = std::min<int64_t>(kNBitsGroup, w.panels - p0) * kNBitsPanel;
-        for (int64_t i = 0; i * kNBitsPanel < ldb; ++i)
-          kernels.dequantize_panel(w, p0 + i, b.data() + i * kNBitsPanel, ldb);
+        if (g != dequantized)
+          for (int64_t i = 0; i * kNBitsPanel < ldb; ++i)
+            kernels.dequantize_panel(w, p0 + i, b.data() + i * kNBitsPanel, ldb);
+        dequantized = g;
+        // The block's rows of the packed A: its panels, in place.
+        SgemmPacked a_rows = a_packed;
+        a_rows.rows = rows;
+        a_rows.data = std::shared_ptr<float>(a_packed.data, a_packed.data.get() + r0 * w.K);
         const int64_t n0 = p0 * kNBitsPanel, cols = std::min(ldb, w.N - n0);
-        Sgemm(M, cols, w.K, SgemmOperand::Packed(a_packed), SgemmOperand::RowMajor(b.data(), ldb),
-              y + n0, ldy, nullptr, SgemmPathFor(isa));
+        Sgemm(rows, cols, w.K, SgemmOperand::Packed(a_rows), SgemmOperand::RowMajor(b.data(), ldb),
+              y + r0 * ldy + n0, ldy, nullptr, SgemmPathFor(isa));
         if (bias)
-          for (int64_t m = 0; m < M; ++m)
+          for (int64_t m = r0; m < r0 + rows; ++m)
             for (int64_t j = 0; j < cols; ++j) y[m * ldy + n0 + j] += bias[n0 + j];
       }
     };
     if (parallel)
-      ParallelFor(pool, groups, run_groups);
+      ParallelFor(pool, groups * row_blocks, run_items);
     else
-      run_groups(0, groups);
+      run_items(0, groups * row_blocks);
     return;
   }
   const int64_t row_length = w.k_steps * w.step_k;
