@@ -127,39 +127,49 @@ OCTET_AVX2_ACCUMULATE(6,
 
 // A GEMV on paired B: four groups (128 bytes) per iteration into two pairs of
 // accumulators (one group per iteration is bound by the loop's own
-// instructions); the last groups % 4 one at a time. No software prefetch: it
-// slows B streamed from memory.
-#define OCTET_AVX2_GEMV_GROUP(b_offset, a_offset, w, x, p, c0, c1) \
-  "vmovdqu " #b_offset "(%[b]), %%ymm" #w                          \
-  "\n\t"                                                           \
-  "vpbroadcastd " #a_offset "(%[a]), %%ymm" #x                     \
-  "\n\t"                                                           \
-  "vpmaddwd %%ymm" #w ", %%ymm" #x ", %%ymm" #p                    \
-  "\n\t"                                                           \
-  "vpsraw $8, %%ymm" #w ", %%ymm" #w                               \
-  "\n\t"                                                           \
-  "vpaddd %%ymm" #p ", %[" #c0 "], %[" #c0                         \
-  "]\n\t"                                                          \
-  "vpmaddwd %%ymm" #w ", %%ymm" #x ", %%ymm" #w                    \
-  "\n\t"                                                           \
-  "vpaddd %%ymm" #w ", %[" #c1 "], %[" #c1 "]\n\t"
+// instructions), each group's B loaded an iteration ahead so that the
+// multiplies do not wait in the scheduler for it; the last groups % 4 one at a
+// time. No software prefetch: it slows B streamed from memory.
+#define OCTET_AVX2_GEMV_GROUP(a_offset, w, x, p, c0, c1, NEXT) \
+  "vpbroadcastd " #a_offset "(%[a]), %%ymm" #x                 \
+  "\n\t"                                                       \
+  "vpmaddwd %%ymm" #w ", %%ymm" #x ", %%ymm" #p                \
+  "\n\t"                                                       \
+  "vpsraw $8, %%ymm" #w ", %%ymm" #w                           \
+  "\n\t"                                                       \
+  "vpaddd %%ymm" #p ", %[" #c0 "], %[" #c0                     \
+  "]\n\t"                                                      \
+  "vpmaddwd %%ymm" #w ", %%ymm" #x ", %%ymm" #x                \
+  "\n\t"                                                       \
+  "vpaddd %%ymm" #x ", %[" #c1 "], %[" #c1 "]\n\t" NEXT
+#define OCTET_AVX2_GEMV_LOAD(b_offset, w) "vmovdqu " #b_offset "(%[b]), %%ymm" #w "\n\t"
+// Four groups, B in ymm4-7; N0-N3 load the next four (or nothing).
+#define OCTET_AVX2_GEMV_QUAD(N0, N1, N2, N3)        \
+  OCTET_AVX2_GEMV_GROUP(0, 4, 8, 9, c00, c01, N0)   \
+  OCTET_AVX2_GEMV_GROUP(4, 5, 10, 11, d0, d1, N1)   \
+  OCTET_AVX2_GEMV_GROUP(8, 6, 12, 13, c00, c01, N2) \
+  OCTET_AVX2_GEMV_GROUP(12, 7, 14, 15, d0, d1, N3)  \
+  "add $128, %[b]\n\tadd $16, %[a]\n\t"
 void GemvPaired(__m256i (&acc)[1][2], const uint8_t* a, const int8_t* b, int64_t groups) {
-  int64_t quads = groups / 4;
-  if (quads > 0) {
+  if (int64_t ahead = groups / 4 - 1; ahead >= 0) {  // quads with a next one to load
     __m256i d0 = _mm256_setzero_si256(), d1 = d0;
     asm volatile(
+        // clang-format off
+        OCTET_AVX2_GEMV_LOAD(0, 4) OCTET_AVX2_GEMV_LOAD(32, 5)
+        OCTET_AVX2_GEMV_LOAD(64, 6) OCTET_AVX2_GEMV_LOAD(96, 7)
+        "test %[n], %[n]\n\t"
+        "jz 2f\n\t"
         ".p2align 4\n"
         "1:\n\t"
-        OCTET_AVX2_GEMV_GROUP(0, 0, 4, 5, 6, c00, c01)
-        OCTET_AVX2_GEMV_GROUP(32, 4, 7, 8, 9, d0, d1)
-        OCTET_AVX2_GEMV_GROUP(64, 8, 10, 11, 12, c00, c01)
-        OCTET_AVX2_GEMV_GROUP(96, 12, 13, 14, 15, d0, d1)
-        "add $128, %[b]\n\t"
-        "add $16, %[a]\n\t"
+        OCTET_AVX2_GEMV_QUAD(OCTET_AVX2_GEMV_LOAD(128, 4), OCTET_AVX2_GEMV_LOAD(160, 5),
+                             OCTET_AVX2_GEMV_LOAD(192, 6), OCTET_AVX2_GEMV_LOAD(224, 7))
         "dec %[n]\n\t"
-        "jnz 1b\n\t"
+        "jnz 1b\n"
+        "2:\n\t"
+        OCTET_AVX2_GEMV_QUAD("", "", "", "")
+        // clang-format on
         : OCTET_AVX2_ACC(0), [d0] "+x"(d0), [d1] "+x"(d1), [a] "+r"(a), [b] "+r"(b),
-          [n] "+r"(quads)
+          [n] "+r"(ahead)
         :
         : "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13",
           "xmm14", "xmm15", "cc", "memory");
@@ -168,6 +178,8 @@ void GemvPaired(__m256i (&acc)[1][2], const uint8_t* a, const int8_t* b, int64_t
   }
   if (groups % 4 != 0) AccumulatePaired<1>(acc, a, b, groups % 4);
 }
+#undef OCTET_AVX2_GEMV_QUAD
+#undef OCTET_AVX2_GEMV_LOAD
 #undef OCTET_AVX2_GEMV_GROUP
 #undef OCTET_AVX2_ACCUMULATE
 #undef OCTET_AVX2_ACCUMULATE_AS

@@ -250,38 +250,49 @@ OCTET_AVX512_ACCUMULATE(
     "xmm21", "xmm22", "xmm23")
 
 // A GEMV on paired B, as gemm_avx2.cc's: four groups (256 bytes) per
-// iteration into two pairs of accumulators; the last groups % 4 one at a time.
-#define OCTET_AVX512_GEMV_GROUP(b_offset, a_offset, w, x, p, c0, c1) \
-  "vmovdqu64 " #b_offset "(%[b]), %%zmm" #w                          \
-  "\n\t"                                                             \
-  "vpbroadcastd " #a_offset "(%[a]), %%zmm" #x                       \
-  "\n\t"                                                             \
-  "vpmaddwd %%zmm" #w ", %%zmm" #x ", %%zmm" #p                      \
-  "\n\t"                                                             \
-  "vpsraw $8, %%zmm" #w ", %%zmm" #w                                 \
-  "\n\t"                                                             \
-  "vpaddd %%zmm" #p ", %[" #c0 "], %[" #c0                           \
-  "]\n\t"                                                            \
-  "vpmaddwd %%zmm" #w ", %%zmm" #x ", %%zmm" #w                      \
-  "\n\t"                                                             \
-  "vpaddd %%zmm" #w ", %[" #c1 "], %[" #c1 "]\n\t"
+// iteration into two pairs of accumulators, each group's B loaded an iteration
+// ahead; the last groups % 4 one at a time.
+#define OCTET_AVX512_GEMV_GROUP(a_offset, w, x, p, c0, c1, NEXT) \
+  "vpbroadcastd " #a_offset "(%[a]), %%zmm" #x                   \
+  "\n\t"                                                         \
+  "vpmaddwd %%zmm" #w ", %%zmm" #x ", %%zmm" #p                  \
+  "\n\t"                                                         \
+  "vpsraw $8, %%zmm" #w ", %%zmm" #w                             \
+  "\n\t"                                                         \
+  "vpaddd %%zmm" #p ", %[" #c0 "], %[" #c0                       \
+  "]\n\t"                                                        \
+  "vpmaddwd %%zmm" #w ", %%zmm" #x ", %%zmm" #x                  \
+  "\n\t"                                                         \
+  "vpaddd %%zmm" #x ", %[" #c1 "], %[" #c1 "]\n\t" NEXT
+#define OCTET_AVX512_GEMV_LOAD(b_offset, w) "vmovdqu64 " #b_offset "(%[b]), %%zmm" #w "\n\t"
+// Four groups, B in zmm20-23; N0-N3 load the next four (or nothing).
+#define OCTET_AVX512_GEMV_QUAD(N0, N1, N2, N3)        \
+  OCTET_AVX512_GEMV_GROUP(0, 20, 24, 25, c0, c1, N0)  \
+  OCTET_AVX512_GEMV_GROUP(4, 21, 26, 27, d0, d1, N1)  \
+  OCTET_AVX512_GEMV_GROUP(8, 22, 28, 29, c0, c1, N2)  \
+  OCTET_AVX512_GEMV_GROUP(12, 23, 30, 31, d0, d1, N3) \
+  "add $256, %[b]\n\tadd $16, %[a]\n\t"
 void GemvPaired(__m512i (&acc)[1][2], const uint8_t* a, const int8_t* b, int64_t groups) {
   __m512i c0 = _mm512_setzero_si512(), c1 = c0;
-  if (int64_t quads = groups / 4; quads > 0) {
+  if (int64_t ahead = groups / 4 - 1; ahead >= 0) {  // quads with a next one to load
     __m512i d0 = c0, d1 = c0;
     asm volatile(
+        // clang-format off
+        OCTET_AVX512_GEMV_LOAD(0, 20) OCTET_AVX512_GEMV_LOAD(64, 21)
+        OCTET_AVX512_GEMV_LOAD(128, 22) OCTET_AVX512_GEMV_LOAD(192, 23)
+        "test %[n], %[n]\n\t"
+        "jz 2f\n\t"
         ".p2align 4\n"
         "1:\n\t"
-        OCTET_AVX512_GEMV_GROUP(0, 0, 20, 21, 22, c0, c1)
-        OCTET_AVX512_GEMV_GROUP(64, 4, 23, 24, 25, d0, d1)
-        OCTET_AVX512_GEMV_GROUP(128, 8, 26, 27, 28, c0, c1)
-        OCTET_AVX512_GEMV_GROUP(192, 12, 29, 30, 31, d0, d1)
-        "add $256, %[b]\n\t"
-        "add $16, %[a]\n\t"
+        OCTET_AVX512_GEMV_QUAD(OCTET_AVX512_GEMV_LOAD(256, 20), OCTET_AVX512_GEMV_LOAD(320, 21),
+                               OCTET_AVX512_GEMV_LOAD(384, 22), OCTET_AVX512_GEMV_LOAD(448, 23))
         "dec %[n]\n\t"
-        "jnz 1b\n\t"
+        "jnz 1b\n"
+        "2:\n\t"
+        OCTET_AVX512_GEMV_QUAD("", "", "", "")
+        // clang-format on
         : [c0] "+v"(c0), [c1] "+v"(c1), [d0] "+v"(d0), [d1] "+v"(d1), [a] "+r"(a), [b] "+r"(b),
-          [n] "+r"(quads)
+          [n] "+r"(ahead)
         :
         : "xmm20", "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28",
           "xmm29", "xmm30", "xmm31", "cc", "memory");
@@ -297,6 +308,8 @@ void GemvPaired(__m512i (&acc)[1][2], const uint8_t* a, const int8_t* b, int64_t
   acc[0][0] = c0;
   acc[0][1] = c1;
 }
+#undef OCTET_AVX512_GEMV_QUAD
+#undef OCTET_AVX512_GEMV_LOAD
 #undef OCTET_AVX512_GEMV_GROUP
 #undef OCTET_AVX512_ACCUMULATE
 #undef OCTET_AVX512_ACCUMULATE_AS
