@@ -66,7 +66,7 @@ void BM_GemmS32(benchmark::State& state) {
 
 void Shapes(benchmark::internal::Benchmark* b) {
   for (int threads : {1, 2}) {
-    for (int64_t m : {1, 16, 128, 512}) b->Args({m, 1024, 1024, threads});
+    for (int64_t m : {1, 2, 3, 4, 16, 128, 512}) b->Args({m, 1024, 1024, threads});
     b->Args({128, 1024, 4096, threads});
     b->Args({128, 4096, 1024, threads});
     b->Args({1, 4096, 4096, threads});
@@ -160,12 +160,14 @@ void BM_MicroKernel(benchmark::State& state, const gemm::MicroKernel* kernel) {
       static_cast<size_t>(kernel->mr) * (kernel->a_row_major ? K : K * value_bytes), 3);
   std::vector<int8_t> b(static_cast<size_t>(kernel->nr) * K, 5);
   std::vector<int32_t> out(static_cast<size_t>(kernel->mr) * kernel->nr);
+  const std::vector<int32_t> row_neg_sum(kernel->mr, 0);
   const Epilogue e;
   gemm::TileArgs t;
   t.a = a.data();
   t.a_ld = kernel->a_row_major ? K : 0;
   t.b = b.data();
   t.k_groups = groups;
+  t.row_neg_sum = row_neg_sum.data();
   t.epilogue = &e;
   t.out = out.data();
   t.ld_out = kernel->nr;

@@ -138,6 +138,16 @@ int64_t Correction(const Corrections& z, int r, int j) {
   return int64_t{z.row_neg_za[r]} * z.col_term[j] + int64_t{z.row_neg_sum[r]} * z.col_zb[j];
 }
 
+// row_neg_sum as the driver sets it on every last block: -(row sum of stored A),
+// which paired-B kernels use themselves.
+void SetRowSums(const TileCase& c, Corrections& z) {
+  for (int r = 0; r < c.rows; ++r) {
+    int64_t sum = 0;
+    for (int64_t k = 0; k < c.K; ++k) sum += c.AValue(c.a[r * c.K + k]);
+    z.row_neg_sum[r] = Wrap(-sum);
+  }
+}
+
 // The epilogues under test, for a product whose element (0, 0) is (row0, col0).
 struct Epilogues {
   std::vector<int32_t> bias;
@@ -206,12 +216,12 @@ Epilogues MakeEpilogues(int64_t rows, int64_t cols, std::mt19937& rng) {
     t.partial = partial.data();
     t.partial_ld = nr;
     if (t.last) {
+      t.row_neg_sum = z.row_neg_sum.data();
       if (z.rank_one) {
         t.col_offset = z.col_offset.data();
         t.row_offset = z.row_offset.data();
       } else {
         t.row_neg_za = z.row_neg_za.data();
-        t.row_neg_sum = z.row_neg_sum.data();
         t.col_term = z.col_term.data();
         t.col_zb = z.col_zb.data();
       }
@@ -278,7 +288,8 @@ TEST(GemmMicroKernels, EveryKernelHonoursTheTileContract) {
         const Packed p = Pack(c);
         const Epilogues epilogues = MakeEpilogues(64, 64, rng);
         for (const bool rank_one : {false, true}) {
-          const Corrections z = MakeCorrections(k.mr, k.nr, rank_one, rng);
+          Corrections z = MakeCorrections(k.mr, k.nr, rank_one, rng);
+          SetRowSums(c, z);
           for (const Epilogue& e : epilogues.all) {
             for (int cols : {k.nr, k.nr - 1, 1, 9, 17}) {
               if (cols > k.nr) continue;

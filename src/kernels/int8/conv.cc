@@ -337,10 +337,16 @@ class GemmPath : public conv::Path {
   // int8 weights with zero points 0 on AVX-512 VNNI run as vpdpbusd's signed
   // operand against uint8 x (gemm_s8u8): sum w (x - zx) = sum w x - zx rowsum(w)
   // needs no column sums, the second term being a per-channel constant.
+  // The im2col packers write the plain B layouts: not a plan's paired one.
   static const MicroKernel& KernelFor(Isa isa, bool w_signed, bool zero_w_zero) {
     if (isa == Isa::kAvx512Vnni && zero_w_zero)
       return gemm::MicroKernelNamed("gemm_s8u8_8x32c4_avx512vnni");
-    return *PlanGemm(isa, w_signed).packed;
+    const MicroKernel& planned = *PlanGemm(isa, w_signed).packed;
+    if (!planned.b_paired) return planned;
+    for (const MicroKernel& k : gemm::MicroKernels()) {
+      if (k.isa == isa && !k.a_row_major && !k.b_paired && k.b_domain == planned.b_domain) return k;
+    }
+    Fail("int8 convolution: no plain-layout micro-kernel for ", IsaName(isa));
   }
 
   const MicroKernel& kernel_;

@@ -39,7 +39,8 @@ int32_t* AlignToCacheLine(int32_t* p) {
 }
 
 bool SameLayout(const MicroKernel& a, const MicroKernel& b) {
-  return a.nr == b.nr && a.k_group == b.k_group && a.b_domain == b.b_domain;
+  return a.nr == b.nr && a.k_group == b.k_group && a.b_domain == b.b_domain &&
+         a.b_paired == b.b_paired;
 }
 
 }  // namespace
@@ -227,12 +228,12 @@ void Gemm(const GemmPlan& plan, int64_t M, const Int8Operand& A, const GemmZeroP
               args.partial_ld = block_ld;
             }
             if (last) {
+              args.row_neg_sum = sc.row_neg_sum.data() + m0;
               if (per_tensor) {
                 args.col_offset = sc.col_offset.data() + n0;
                 args.row_offset = sc.row_offset.data() + m0;
               } else {
                 args.row_neg_za = sc.row_neg_za.data() + m0;
-                args.row_neg_sum = sc.row_neg_sum.data() + m0;
                 args.col_term = col_term + n0;
                 args.col_zb = col_zb + n0;
               }

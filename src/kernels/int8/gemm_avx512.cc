@@ -8,6 +8,11 @@
 // Per group (2 k): B's 64 bytes are columns 0-31 x k0, k1; each 32-byte half
 // widens to [c0k0 c0k1 .. c15k0 c15k1] and the row's int16 pair is broadcast,
 // so lane j of vpmaddwd is a0 b(j, k0) + a1 b(j, k1): columns in order.
+//
+// gemm_i16s8_12x32c2_pairb_avx512, the matmuls' kernel: the same tile on
+// paired B (gemm_kernels.h, gemm_avx2.cc): one load and one vpsraw per group
+// give the words of columns q (+ 128, low) and q + 16 (high) and the high
+// column alone.
 #include <immintrin.h>
 
 #include "kernels/int8/gemm_finish_impl.h"
@@ -24,6 +29,8 @@ namespace {
 // product in zmm31. One k group per iteration; groups >= 1.
 template <int R>
 void Accumulate(__m512i (&acc)[R][2], const uint8_t* a, const int8_t* b, int64_t groups);
+template <int R>
+void AccumulatePaired(__m512i (&acc)[R][2], const uint8_t* a, const int8_t* b, int64_t groups);
 
 #define OCTET_AVX512_ZERO(z) "vpxord %%zmm" #z ", %%zmm" #z ", %%zmm" #z "\n\t"
 // Row r of a group: its int16 pair of A broadcast, times both halves of B.
@@ -36,24 +43,30 @@ void Accumulate(__m512i (&acc)[R][2], const uint8_t* a, const int8_t* b, int64_t
   "vpmaddwd %%zmm29, %%zmm30, %%zmm31\n\t"  \
   "vpaddd %%zmm31, %%zmm" #z1 ", %%zmm" #z1 "\n\t"
 #define OCTET_AVX512_STORE(z, offset) "vmovdqu64 %%zmm" #z ", " #offset "(%[acc])\n\t"
-#define OCTET_AVX512_ACCUMULATE(R, ZERO, ROWS, STORE, ...)                                \
-  template <>                                                                             \
-  [[gnu::always_inline]] inline void Accumulate<R>(__m512i(&acc)[R][2], const uint8_t* a, \
-                                                   const int8_t* b, int64_t groups) {     \
-    asm volatile(ZERO                                                                     \
-                 ".p2align 4\n"                                                           \
-                 "1:\n\t"                                                                 \
-                 "vpmovsxbw (%[b]), %%zmm28\n\t"                                          \
-                 "vpmovsxbw 32(%[b]), %%zmm29\n\t" ROWS                                   \
-                 "add $64, %[b]\n\t"                                                      \
-                 "add $" #R                                                               \
-                 "*4, %[a]\n\t"                                                           \
-                 "dec %[n]\n\t"                                                           \
-                 "jnz 1b\n\t" STORE                                                       \
-                 : [a] "+r"(a), [b] "+r"(b), [n] "+r"(groups)                             \
-                 : [acc] "r"(&acc[0][0])                                                  \
-                 : __VA_ARGS__, "xmm28", "xmm29", "xmm30", "xmm31", "cc", "memory");      \
+// B of one group into zmm28-29: widened (plain), or raw and shifted (paired).
+#define OCTET_AVX512_LOAD_PLAIN "vpmovsxbw (%[b]), %%zmm28\n\tvpmovsxbw 32(%[b]), %%zmm29\n\t"
+#define OCTET_AVX512_LOAD_PAIRED "vmovdqu64 (%[b]), %%zmm28\n\tvpsraw $8, %%zmm28, %%zmm29\n\t"
+#define OCTET_AVX512_ACCUMULATE_AS(NAME, LOAD, R, ZERO, ROWS, STORE, ...)            \
+  template <>                                                                        \
+  [[gnu::always_inline]] inline void NAME<R>(__m512i(&acc)[R][2], const uint8_t* a,  \
+                                             const int8_t* b, int64_t groups) {      \
+    asm volatile(ZERO                                                                \
+                 ".p2align 4\n"                                                      \
+                 "1:\n\t" LOAD ROWS                                                  \
+                 "add $64, %[b]\n\t"                                                 \
+                 "add $" #R                                                          \
+                 "*4, %[a]\n\t"                                                      \
+                 "dec %[n]\n\t"                                                      \
+                 "jnz 1b\n\t" STORE                                                  \
+                 : [a] "+r"(a), [b] "+r"(b), [n] "+r"(groups)                        \
+                 : [acc] "r"(&acc[0][0])                                             \
+                 : __VA_ARGS__, "xmm28", "xmm29", "xmm30", "xmm31", "cc", "memory"); \
   }
+#define OCTET_AVX512_ACCUMULATE(R, ZERO, ROWS, STORE, ...)                                     \
+  OCTET_AVX512_ACCUMULATE_AS(Accumulate, OCTET_AVX512_LOAD_PLAIN, R, ZERO, ROWS, STORE,        \
+                             __VA_ARGS__)                                                      \
+  OCTET_AVX512_ACCUMULATE_AS(AccumulatePaired, OCTET_AVX512_LOAD_PAIRED, R, ZERO, ROWS, STORE, \
+                             __VA_ARGS__)
 OCTET_AVX512_ACCUMULATE(1, OCTET_AVX512_ZERO(0) OCTET_AVX512_ZERO(1), OCTET_AVX512_ROW(0, 0, 1),
                         OCTET_AVX512_STORE(0, 0) OCTET_AVX512_STORE(1, 64), "xmm0", "xmm1")
 OCTET_AVX512_ACCUMULATE(2,
@@ -235,7 +248,73 @@ OCTET_AVX512_ACCUMULATE(
     "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",
     "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20",
     "xmm21", "xmm22", "xmm23")
+
+// A GEMV on paired B, as gemm_avx2.cc's: four groups (256 bytes) per
+// iteration into two pairs of accumulators, each group's B loaded an iteration
+// ahead; the last groups % 4 one at a time.
+#define OCTET_AVX512_GEMV_GROUP(a_offset, w, x, p, c0, c1, NEXT) \
+  "vpbroadcastd " #a_offset "(%[a]), %%zmm" #x                   \
+  "\n\t"                                                         \
+  "vpmaddwd %%zmm" #w ", %%zmm" #x ", %%zmm" #p                  \
+  "\n\t"                                                         \
+  "vpsraw $8, %%zmm" #w ", %%zmm" #w                             \
+  "\n\t"                                                         \
+  "vpaddd %%zmm" #p ", %[" #c0 "], %[" #c0                       \
+  "]\n\t"                                                        \
+  "vpmaddwd %%zmm" #w ", %%zmm" #x ", %%zmm" #x                  \
+  "\n\t"                                                         \
+  "vpaddd %%zmm" #x ", %[" #c1 "], %[" #c1 "]\n\t" NEXT
+#define OCTET_AVX512_GEMV_LOAD(b_offset, w) "vmovdqu64 " #b_offset "(%[b]), %%zmm" #w "\n\t"
+// Four groups, B in zmm20-23; N0-N3 load the next four (or nothing).
+#define OCTET_AVX512_GEMV_QUAD(N0, N1, N2, N3)        \
+  OCTET_AVX512_GEMV_GROUP(0, 20, 24, 25, c0, c1, N0)  \
+  OCTET_AVX512_GEMV_GROUP(4, 21, 26, 27, d0, d1, N1)  \
+  OCTET_AVX512_GEMV_GROUP(8, 22, 28, 29, c0, c1, N2)  \
+  OCTET_AVX512_GEMV_GROUP(12, 23, 30, 31, d0, d1, N3) \
+  "add $256, %[b]\n\tadd $16, %[a]\n\t"
+void GemvPaired(__m512i (&acc)[1][2], const uint8_t* a, const int8_t* b, int64_t groups) {
+  __m512i c0 = _mm512_setzero_si512(), c1 = c0;
+  if (int64_t ahead = groups / 4 - 1; ahead >= 0) {  // quads with a next one to load
+    __m512i d0 = c0, d1 = c0;
+    asm volatile(
+        // clang-format off
+        OCTET_AVX512_GEMV_LOAD(0, 20) OCTET_AVX512_GEMV_LOAD(64, 21)
+        OCTET_AVX512_GEMV_LOAD(128, 22) OCTET_AVX512_GEMV_LOAD(192, 23)
+        "test %[n], %[n]\n\t"
+        "jz 2f\n\t"
+        ".p2align 4\n"
+        "1:\n\t"
+        OCTET_AVX512_GEMV_QUAD(OCTET_AVX512_GEMV_LOAD(256, 20), OCTET_AVX512_GEMV_LOAD(320, 21),
+                               OCTET_AVX512_GEMV_LOAD(384, 22), OCTET_AVX512_GEMV_LOAD(448, 23))
+        "dec %[n]\n\t"
+        "jnz 1b\n"
+        "2:\n\t"
+        OCTET_AVX512_GEMV_QUAD("", "", "", "")
+        // clang-format on
+        : [c0] "+v"(c0), [c1] "+v"(c1), [d0] "+v"(d0), [d1] "+v"(d1), [a] "+r"(a), [b] "+r"(b),
+          [n] "+r"(ahead)
+        :
+        : "xmm20", "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28",
+          "xmm29", "xmm30", "xmm31", "cc", "memory");
+    c0 = _mm512_add_epi32(c0, d0);
+    c1 = _mm512_add_epi32(c1, d1);
+  }
+  if (groups % 4 != 0) {
+    alignas(64) __m512i tail[1][2];
+    AccumulatePaired<1>(tail, a, b, groups % 4);
+    c0 = _mm512_add_epi32(c0, tail[0][0]);
+    c1 = _mm512_add_epi32(c1, tail[0][1]);
+  }
+  acc[0][0] = c0;
+  acc[0][1] = c1;
+}
+#undef OCTET_AVX512_GEMV_QUAD
+#undef OCTET_AVX512_GEMV_LOAD
+#undef OCTET_AVX512_GEMV_GROUP
 #undef OCTET_AVX512_ACCUMULATE
+#undef OCTET_AVX512_ACCUMULATE_AS
+#undef OCTET_AVX512_LOAD_PAIRED
+#undef OCTET_AVX512_LOAD_PLAIN
 #undef OCTET_AVX512_STORE
 #undef OCTET_AVX512_ROW
 #undef OCTET_AVX512_ZERO
@@ -251,10 +330,38 @@ void Tile(const TileArgs& t) {
   FinishTile<simd::Avx512, R, 2>(t, acc);
 }
 
+// Paired B: the raw sums split into the two columns of each word, and on the
+// last block the low columns' 128 per k removed (128 x the row sum of A).
+template <int R>
+void TilePaired(const TileArgs& t) {
+  alignas(64) __m512i acc[R][2];
+  if (t.k_groups == 0) {
+    for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_si512();
+  } else if constexpr (R == 1) {
+    GemvPaired(acc, t.a, t.b, t.k_groups);
+  } else {
+    AccumulatePaired<R>(acc, t.a, t.b, t.k_groups);
+  }
+#pragma GCC unroll 12
+  for (int r = 0; r < R; ++r) {
+    acc[r][0] = _mm512_sub_epi32(acc[r][0], _mm512_slli_epi32(acc[r][1], 8));
+    if (t.last) {
+      const auto neg_sum = static_cast<uint32_t>(t.row_neg_sum[r]);
+      acc[r][0] =
+          _mm512_add_epi32(acc[r][0], _mm512_set1_epi32(static_cast<int32_t>(neg_sum << 7)));
+    }
+  }
+  FinishTile<simd::Avx512, R, 2>(t, acc);
+}
+
 }  // namespace
 
 void TileAvx512(int rows, const TileArgs& t) {
   ForCount<12>(rows, [&]<int R>() { Tile<R>(t); });
+}
+
+void TileAvx512PairedB(int rows, const TileArgs& t) {
+  ForCount<12>(rows, [&]<int R>() { TilePaired<R>(t); });
 }
 
 }  // namespace octet::gemm

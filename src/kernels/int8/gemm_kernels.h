@@ -14,6 +14,14 @@
 // operand covers both) or uint8 (B + 128 for int8 B, or B itself); a kernel with
 // b_flip multiplies its int8 bytes + 128 (read unsigned).
 //
+// Paired B (b_paired, G = 2): each 16-bit word of a group holds one k of two
+// columns, column q (< nr / 2) in the low byte, stored + 128 (read unsigned),
+// and column q + nr / 2 in the high byte, so bytes 4q .. 4q + 3 are
+// (q, k0), (q + nr/2, k0), (q, k1), (q + nr/2, k1). vpmaddwd of the raw words
+// then sums (low + 256 high) and, after vpsraw by 8, the high column alone: no
+// widening of B. The kernel removes the low columns' 128 per k itself (with
+// row_neg_sum), so its sums are those of the plain layout.
+//
 // Packed A: panels of mr rows (the last may have fewer, r rows); panel p starts
 // at p * mr * k_groups * G values; inside it group g holds, for each of its r
 // rows, its G values k = G g ... Values are in the kernel's A domain (ADomain).
@@ -51,7 +59,8 @@ constexpr int kMaxCols = 32;  // largest nr of any kernel
 
 // One micro-tile: rows (<= mr) x nr sums over this k block's k_groups groups,
 //   S[r][j] = sum over the block's k of a[r][k] * b[k][j]       (the stored domains)
-// plus, when accumulate, the sums the previous k blocks left in `partial`.
+// plus, when accumulate, the sums the previous k blocks left in `partial`
+// (a b_paired kernel's keep its low columns' + 128 per k until the last block).
 // Not the last k block: S goes to partial (all nr columns). The last one
 // corrects S for the zero points and finishes it through the epilogue into
 // `out` (columns [0, cols) only; nothing past them is read from the epilogue's
@@ -70,7 +79,9 @@ struct TileArgs {
   int32_t* partial = nullptr;  // rows x nr int32, partial_ld apart
   int64_t partial_ld = 0;
   const int32_t* row_neg_za = nullptr;   // -zA per row (A domain)
-  const int32_t* row_neg_sum = nullptr;  // -(row sum of stored A) per row
+  // -(row sum of stored A) per row, on every last block (0 for an A read in place
+  // that no correction needs); paired-B kernels use it themselves.
+  const int32_t* row_neg_sum = nullptr;
   const int32_t* col_term = nullptr;     // per column: colsum(stored B) - K * zB (B domain)
   const int32_t* col_zb = nullptr;       // per column: zB (B domain)
   const int32_t* col_offset = nullptr;   // per column: -zA * col_term (per-tensor zero points)
@@ -96,7 +107,8 @@ struct MicroKernel {
   bool a_row_major;  // reads A in place (whole k groups only); a_signed: which A
   bool a_signed;
   BDomain b_domain;
-  bool b_flip;  // multiplies the packed (int8) B bytes + 128
+  bool b_flip;    // multiplies the packed (int8) B bytes + 128
+  bool b_paired;  // paired B words (above)
   TileFn tile;
   RowSumsFn row_sums;  // a_row_major kernels: A's row sums; else null
   // The k block: groups of k a tile covers per pass. Products with K up to
@@ -137,8 +149,10 @@ void PackA(const MicroKernel& kernel, const void* a, bool a_signed, int64_t ld, 
 void TileScalar(int rows, const TileArgs& t);
 #if defined(__x86_64__) || defined(_M_X64)
 void TileAvx2(int rows, const TileArgs& t);
+void TileAvx2PairedB(int rows, const TileArgs& t);
 void TileAvxVnni(int rows, const TileArgs& t);
 void TileAvx512(int rows, const TileArgs& t);
+void TileAvx512PairedB(int rows, const TileArgs& t);
 void TileAvx512Vnni(int rows, const TileArgs& t);
 void TileAvx512VnniUnsignedB(int rows, const TileArgs& t);
 void TileAvx512VnniRowMajorA(int rows, const TileArgs& t);

@@ -238,7 +238,29 @@ void PackBInto(const GemmPlan& plan, PackedB& packed, const void* b, bool b_sign
         _mm_storeu_si128(dst + 2, _mm_unpacklo_epi16(t1, t3));
         _mm_storeu_si128(dst + 3, _mm_unpackhi_epi16(t1, t3));
       }
-    } else if (group_rows == 2 && g_size == 2 && nr % 16 == 0) {
+    } else if (group_rows == 2 && kernel.b_paired && (nr == 16 || nr == 32)) {
+      // nr columns x 2 rows: the low half's bytes + 128 interleaved with the high
+      // half's into words, then the two rows' words.
+      const __m128i low_flip = nr == 16
+                                   ? _mm_set_epi64x(0, static_cast<int64_t>(0x8080808080808080))
+                                   : _mm_set1_epi8(static_cast<char>(0x80));
+      for (; n0 + nr <= N; n0 += nr) {
+        __m128i first[2], second[2];  // words of columns 0-7 / 8-15 of the low half
+        for (int r = 0; r < 2; ++r) {
+          const __m128i low = _mm_xor_si128(load(r, n0), low_flip);
+          const __m128i high = nr == 16 ? _mm_srli_si128(low, 8) : load(r, n0 + 16);
+          first[r] = _mm_unpacklo_epi8(low, high);
+          second[r] = _mm_unpackhi_epi8(low, high);
+        }
+        auto* dst = reinterpret_cast<__m128i*>(group + (n0 / nr) * panel_bytes);
+        _mm_storeu_si128(dst + 0, _mm_unpacklo_epi16(first[0], first[1]));
+        _mm_storeu_si128(dst + 1, _mm_unpackhi_epi16(first[0], first[1]));
+        if (nr == 32) {
+          _mm_storeu_si128(dst + 2, _mm_unpacklo_epi16(second[0], second[1]));
+          _mm_storeu_si128(dst + 3, _mm_unpackhi_epi16(second[0], second[1]));
+        }
+      }
+    } else if (group_rows == 2 && g_size == 2 && nr % 16 == 0 && !kernel.b_paired) {
       // 16 columns x 2 rows: one byte interleave gives their 16 2-byte groups.
       for (; n0 + 16 <= N; n0 += 16) {
         const __m128i r0 = load(0, n0), r1 = load(1, n0);
@@ -250,8 +272,17 @@ void PackBInto(const GemmPlan& plan, PackedB& packed, const void* b, bool b_sign
 #endif
     for (int64_t r = 0; r < group_rows; ++r) {
       const uint8_t* row = static_cast<const uint8_t*>(b) + (k0 + r) * ldb;
-      for (int64_t n = n0; n < N; ++n)
-        group[(n / nr) * panel_bytes + (n % nr) * g_size + r] = static_cast<int8_t>(row[n] ^ flip);
+      for (int64_t n = n0; n < N; ++n) {
+        const int64_t j = n % nr, half = nr / 2;
+        int8_t* panel = group + (n / nr) * panel_bytes;
+        if (!kernel.b_paired) {
+          panel[j * g_size + r] = static_cast<int8_t>(row[n] ^ flip);
+        } else if (j < half) {
+          panel[4 * j + 2 * r] = static_cast<int8_t>(row[n] ^ flip ^ 0x80);
+        } else {
+          panel[4 * (j - half) + 1 + 2 * r] = static_cast<int8_t>(row[n] ^ flip);
+        }
+      }
     }
   }
 #if defined(__x86_64__) || defined(_M_X64)
