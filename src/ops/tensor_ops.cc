@@ -118,6 +118,8 @@ class ConcatKernel : public OpKernel {
                 ": attribute 'axis' is required");
     axis_ = init.node.GetInt("axis", 0);
   }
+  // A KV cache's past tensors feed Concat: read in place, not copied first.
+  bool ReadsOnlyInputBytes(size_t /*input*/) const override { return true; }
   void Run(KernelContext& ctx) override {
     const Node& node = ctx.node();
     const Tensor& first = ctx.input(0);

@@ -361,6 +361,13 @@ def _bounded_reader_case(case, rng):
             [numpy_helper.from_array(np.array(0.1, np.float32), "s"),
              numpy_helper.from_array(np.array(3, np.int8), "z")])
         return model, rng.uniform(-15, 15, 1001).astype(np.float32)
+    if case == "concat":  # a KV cache's past tensor and the new position's
+        model = make_model([helper.make_node("Concat", ["x", "new"], ["y"], axis=2)],
+                           [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, None, 7])],
+                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                           [numpy_helper.from_array(
+                               rng.standard_normal((1, 3, 1, 7)).astype(np.float32), "new")])
+        return model, rng.standard_normal((1, 3, 5, 7)).astype(np.float32)
     if case == "softmax":
         model = make_model([helper.make_node("Softmax", ["x"], ["y"])],
                            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, 77])],
@@ -378,12 +385,12 @@ def _bounded_reader_case(case, rng):
 
 @pytest.mark.parametrize("case", [
     "qdq_s8_k64", "qdq_u8_k63", "qlinearmatmul_k5", "conv3x3s2_24to48", "conv1x1_40to24",
-    "dwconv3x3_32", "conv3x3_s8_13to20", "quantize_linear", "softmax"])
+    "dwconv3x3_32", "conv3x3_s8_13to20", "quantize_linear", "concat", "softmax"])
 def test_feeds_ending_at_an_unreadable_page(case):
     """Inputs read only by kernels that read no byte past a tensor's end (the integer
-    GEMM and convolution, QuantizeLinear of float32; ops/registry.h ReadsOnlyInputBytes)
-    are read in place whatever follows them: here an inaccessible page, so a read past
-    the end would kill the process. Other inputs (Softmax) are copied first. Results
+    GEMM and convolution, QuantizeLinear of float32, Concat; ops/registry.h
+    ReadsOnlyInputBytes) are read in place whatever follows them: here an inaccessible
+    page, so a read past the end would kill the process. Other inputs (Softmax) are copied first. Results
     equal octet's on an ordinary array and ONNX Runtime's (which runs the int8 QDQ group
     in float: within 1 LSB there)."""
     model, x = _bounded_reader_case(case, np.random.default_rng(5))
