@@ -1,9 +1,11 @@
 #include "core/tensor.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <list>
 #include <map>
 #include <mutex>
 
@@ -14,41 +16,78 @@ namespace octet {
 namespace {
 
 // Large buffers are kept when their last tensor goes and handed to the next tensor of
-// the same (page-rounded) size instead of going back to the system: glibc maps and
-// unmaps, or trims, buffers this large, and faulting fresh pages in costs more than the
-// kernels that fill them (MiniLM at batch 32: 277k page faults, half of every run). At
-// most kCacheBytes are kept; a buffer that would pass that is freed. Like an inference
-// runtime's arena, this keeps a session's peak working set between runs.
+// the same size class instead of going back to the system: glibc maps and unmaps, or
+// trims, buffers this large, and faulting fresh pages in costs more than the kernels
+// that fill them (MiniLM at batch 32: 277k page faults, half of every run). Like an
+// inference runtime's arena, this keeps a session's working set between runs. A buffer
+// is freed when keeping it would pass kCacheBytes, or when kMaxIdleOps cache operations
+// went by without a tensor of its size class (a decoder's KV cache grows through the
+// classes; the ones it left are not needed again).
 constexpr size_t kCachedMinBytes = size_t{256} << 10;
 constexpr size_t kCacheBytes = size_t{1} << 30;
+constexpr uint64_t kMaxIdleOps = 4096;
+
+// Eight size classes per power of two (page multiples), so that a tensor that grows a
+// little from run to run reuses the buffer of the run before.
+size_t SizeClass(size_t bytes) {
+  const size_t step = std::max<size_t>(4096, std::bit_floor(bytes) / 8);
+  return (bytes + step - 1) / step * step;
+}
 
 class BufferCache {
  public:
   void* Take(size_t bytes) {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = free_.find(bytes);
-    if (it == free_.end()) return nullptr;
-    void* p = it->second;
-    free_.erase(it);
+    ++ops_;
+    auto it = by_size_.find(bytes);
+    if (it == by_size_.end()) return nullptr;
+    void* p = it->second->data;
     cached_ -= bytes;
+    by_age_.erase(it->second);
+    by_size_.erase(it);
     return p;
   }
   void Give(void* p, size_t bytes) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (cached_ + bytes <= kCacheBytes) {
-        free_.emplace(bytes, p);
-        cached_ += bytes;
-        return;
-      }
+    std::lock_guard<std::mutex> lock(mu_);
+    ++ops_;
+    while (!by_age_.empty() &&
+           (cached_ + bytes > kCacheBytes || by_age_.front().given + kMaxIdleOps < ops_))
+      FreeOldest();
+    if (cached_ + bytes > kCacheBytes) {
+      std::free(p);
+      return;
     }
-    std::free(p);
+    by_age_.push_back({p, bytes, ops_, {}});
+    by_age_.back().where = by_size_.emplace(bytes, std::prev(by_age_.end()));
+    cached_ += bytes;
+  }
+  void Clear() {
+    std::lock_guard<std::mutex> lock(mu_);
+    while (!by_age_.empty()) FreeOldest();
   }
 
  private:
+  struct Entry;
+  using Entries = std::list<Entry>;
+  struct Entry {
+    void* data;
+    size_t bytes;
+    uint64_t given;  // ops_ when it was cached
+    std::multimap<size_t, Entries::iterator>::iterator where;
+  };
+  void FreeOldest() {
+    Entry& e = by_age_.front();
+    std::free(e.data);
+    cached_ -= e.bytes;
+    by_size_.erase(e.where);
+    by_age_.pop_front();
+  }
+
   std::mutex mu_;
-  std::multimap<size_t, void*> free_;
+  Entries by_age_;  // oldest first
+  std::multimap<size_t, Entries::iterator> by_size_;
   size_t cached_ = 0;
+  uint64_t ops_ = 0;
 };
 
 // Never destroyed: tensors with static storage may outlive any static cache object.
@@ -63,7 +102,7 @@ std::shared_ptr<void> AllocateStorage(size_t alloc) {
     OCTET_CHECK(p != nullptr, "out of memory allocating ", alloc, " bytes");
     return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
   }
-  const size_t rounded = (alloc + 4095) / 4096 * 4096;
+  const size_t rounded = SizeClass(alloc);
   void* p = Cache().Take(rounded);
   if (p == nullptr) p = std::aligned_alloc(64, rounded);
   OCTET_CHECK(p != nullptr, "out of memory allocating ", alloc, " bytes");
@@ -71,6 +110,8 @@ std::shared_ptr<void> AllocateStorage(size_t alloc) {
 }
 
 }  // namespace
+
+void ReleaseCachedTensorMemory() { Cache().Clear(); }
 
 int64_t NumElements(const Shape& shape) {
   // The product of the non-zero dims must fit too, so that every partial product of a

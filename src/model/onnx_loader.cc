@@ -523,7 +523,9 @@ Model BuildModel(onnx::ModelProto& proto, const std::string& base_dir) {
     const int id = graph.AddValue(init.name());
     OCTET_CHECK(!graph.values[id].initializer, "initializer '", init.name(), "' appears twice");
     graph.SetInitializer(id, TensorFromProto(init, base_dir, "initializer '" + init.name() + "'"));
-    init.Clear();  // the weights now live in the Tensor; free the protobuf copy early
+    // The weights now live in the Tensor: free the protobuf copy now (Clear keeps
+    // the strings' capacity).
+    onnx::TensorProto().Swap(&init);
   }
   for (const auto& info : graph_proto.input()) {
     OCTET_CHECK(!info.name().empty(), "a graph input has no name");
@@ -587,10 +589,14 @@ Model BuildModel(onnx::ModelProto& proto, const std::string& base_dir) {
   return model;
 }
 
-onnx::ModelProto ParseModel(const void* data, size_t size, const std::string& source) {
+void CheckModelSize(uint64_t size, const std::string& source) {
   OCTET_CHECK(size > 0, "failed to parse ONNX model ", source, ": it is empty");
-  OCTET_CHECK(size <= static_cast<size_t>(INT_MAX), "failed to parse ONNX model ", source,
+  OCTET_CHECK(size <= static_cast<uint64_t>(INT_MAX), "failed to parse ONNX model ", source,
               ": larger than protobuf's 2 GiB limit (store the weights as external data)");
+}
+
+onnx::ModelProto ParseModel(const void* data, size_t size, const std::string& source) {
+  CheckModelSize(size, source);
   onnx::ModelProto proto;
   OCTET_CHECK(proto.ParseFromArray(data, static_cast<int>(size)), "failed to parse ONNX model ",
               source, ": not a valid ModelProto (truncated or corrupted file?)");
@@ -617,20 +623,19 @@ Model LoadModelFromFile(const std::string& path) {
   OCTET_CHECK(!ec, "cannot open ONNX model '", path, "': ", ec.message());
   OCTET_CHECK(!fs::is_directory(status), "cannot open ONNX model '", path, "': it is a directory");
   const std::string source = "'" + path + "'";
+  // Parsed from the stream: the file's bytes are never all in memory beside the message.
+  std::ifstream in(path, std::ios::binary);
+  OCTET_CHECK(in, "cannot open ONNX model '", path, "': ", std::strerror(errno));
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  OCTET_CHECK(size >= 0, "cannot read ONNX model '", path, "'");
+  CheckModelSize(static_cast<uint64_t>(size), source);
+  in.seekg(0);
   onnx::ModelProto proto;
-  {  // the file's bytes are freed once parsed
-    std::string bytes;
-    std::ifstream in(path, std::ios::binary);
-    OCTET_CHECK(in, "cannot open ONNX model '", path, "': ", std::strerror(errno));
-    in.seekg(0, std::ios::end);
-    const std::streamoff size = in.tellg();
-    OCTET_CHECK(size >= 0, "cannot read ONNX model '", path, "'");
-    bytes.resize(static_cast<size_t>(size));
-    in.seekg(0);
-    in.read(bytes.data(), size);
-    OCTET_CHECK(in && in.gcount() == size, "cannot read ONNX model '", path, "'");
-    proto = ParseModel(bytes.data(), bytes.size(), source);
-  }
+  OCTET_CHECK(proto.ParseFromIstream(&in) && in.peek() == std::char_traits<char>::eof(),
+              "failed to parse ONNX model ", source,
+              ": not a valid ModelProto (truncated or corrupted file?)");
+  in.close();
   fs::path folder = fs::path(path).parent_path();
   if (folder.empty()) folder = ".";
   return ConvertModel(proto, folder.string(), source);

@@ -117,6 +117,8 @@ class FusedQdqMatMulKernel : public OpKernel {
 
   // x goes only to the int8 GEMM, whose every path runs on guarded A in gemm_test.
   bool ReadsOnlyInputBytes(size_t input) const override { return input == kFusedX; }
+  // The weight and the quantization parameters live on in the plan and the packed B.
+  bool ReadsConstantInRun(size_t input) const override { return input == kFusedX; }
 
   void Run(KernelContext& ctx) override {
     const Node& node = ctx.node();

@@ -112,6 +112,9 @@ class MatMulNBitsKernel : public OpKernel {
                    int8 ? NBitsArithmetic::kInt8 : NBitsArithmetic::kFloat);
   }
 
+  // B, scales and zero points live on packed in w_.
+  bool ReadsConstantInRun(size_t input) const override { return input == 0 || input == 5; }
+
   void Run(KernelContext& ctx) override {
     const float* bias = nullptr;
     if (ctx.has_input(5)) {
@@ -161,6 +164,8 @@ class BlockedDqMatMulKernel : public OpKernel {
     w_ = PackNBits(q.data(), s.data(), z.data(), K, N, bs,
                    int8 ? NBitsArithmetic::kInt8 : NBitsArithmetic::kFloat);
   }
+
+  bool ReadsConstantInRun(size_t input) const override { return input == kBlockedDqX; }
 
   void Run(KernelContext& ctx) override { RunProduct(ctx, w_, ctx.input(kBlockedDqX), nullptr); }
 

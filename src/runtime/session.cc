@@ -160,6 +160,16 @@ void InferenceSession::Impl::Prepare(const SessionOptions &options) {
   }
   for (auto &[v, t] : g.initializers) value_types[v] = t.dtype();
 
+  // Readers left to compile of each initializer, and whether one reads it in Run:
+  // one whose readers all packed it at creation (OpKernel::ReadsConstantInRun) is
+  // freed after the last, so a model's weights are not held twice.
+  std::vector<int> readers_left(g.values.size(), 0);
+  std::vector<bool> read_in_run(g.values.size(), false);
+  for (const Node &node : g.nodes)
+    for (int in : node.inputs)
+      if (in >= 0) ++readers_left[in];
+  for (int v : g.outputs) read_in_run[v] = true;
+
   const KernelRegistry &registry = KernelRegistry::Global();
   for (const Node &node : g.nodes) {
     std::vector<DType> in_types;
@@ -193,8 +203,21 @@ void InferenceSession::Impl::Prepare(const SessionOptions &options) {
     } catch (const std::exception &e) {
       FailInternal(node.Describe(), ": ", e.what());
     }
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const int in = node.inputs[i];
+      if (in < 0 || !g.values[in].initializer) continue;
+      if (kernel->ReadsConstantInRun(i)) read_in_run[in] = true;
+      if (--readers_left[in] == 0 && !read_in_run[in]) {
+        g.initializers.erase(in);
+        g.values[in].initializer = nullptr;
+        ReleaseCachedTensorMemory();  // back to the system before the next node packs
+      }
+    }
     compiled.push_back(CompiledNode{&node, std::move(kernel), out_types, constants});
   }
+  for (CompiledNode &c : compiled)
+    for (size_t i = 0; i < c.constants.size(); ++i)
+      if (c.constants[i] && !g.values[c.node->inputs[i]].initializer) c.constants[i] = nullptr;
 
   std::set<int> keep(g.outputs.begin(), g.outputs.end());
   for (int v : g.inputs) {

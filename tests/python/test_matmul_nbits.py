@@ -263,3 +263,30 @@ def test_gather_block_quantized_equals_onnxruntime(form):
     assert y.tobytes() == _ort(model, {"I": idx}).tobytes()
     with pytest.raises(octet.OctetError, match="out of range"):
         _octet(model, {"I": np.array([V], np.int64)})
+
+
+def test_packed_weights_shared_with_other_readers():
+    """A session frees an initializer once every reader packed it at creation
+    (ops/registry.h, ReadsConstantInRun): two MatMulNBits nodes share B, a Mul reads the
+    scales at run time, and the zero points are a graph output; every output equals ONNX
+    Runtime's (level 1: octet's float products match ORT's within float rounding)."""
+    rng = np.random.default_rng(11)
+    K, N, bs = 64, 24, 32
+    q, scales, z = _weights(rng, K, N, bs, "random")
+    model = onnx.load_from_string(_nbits_model(q, scales, z, K, N, bs, 1))
+    g = model.graph
+    g.node.append(helper.make_node("MatMulNBits", ["A2", "B", "S", "Z"], ["Y2"],
+                                   domain="com.microsoft", K=K, N=N, bits=4, block_size=bs,
+                                   accuracy_level=1))
+    g.node.append(helper.make_node("Mul", ["S", "S"], ["S2"]))
+    g.input.append(helper.make_tensor_value_info("A2", TP.FLOAT, None))
+    g.output.extend([helper.make_tensor_value_info(n, t, None)
+                     for n, t in (("Y2", TP.FLOAT), ("S2", TP.FLOAT), ("Z", TP.UINT8))])
+    feeds = {"A": rng.standard_normal((3, K)).astype(np.float32),
+             "A2": rng.standard_normal((2, K)).astype(np.float32)}
+    got = octet.InferenceSession(model.SerializeToString()).run(None, feeds)
+    want = ort.InferenceSession(model.SerializeToString(),
+                                providers=["CPUExecutionProvider"]).run(None, feeds)
+    for g_out, w_out in zip(got, want):
+        np.testing.assert_allclose(g_out, w_out, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(got[2], scales.reshape(-1) * scales.reshape(-1))

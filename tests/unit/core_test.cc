@@ -52,6 +52,24 @@ TEST(Tensor, RejectsNegativeDimsAndUnsupportedTypes) {
   EXPECT_THROW(Tensor(DType::kString, {1}), Error);
 }
 
+// A large buffer goes back to the cache and serves the next tensor of its size class:
+// one that grew by several pages (a decoder's KV cache 20 positions longer) included,
+// still zero past its last element.
+TEST(Tensor, LargeBuffersServeTheNextTensorOfTheirSizeClass) {
+  ReleaseCachedTensorMemory();
+  const void* first;
+  {
+    Tensor t(DType::kFloat32, {1, 3, 400, 64});  // 300 KiB
+    t.data<float>()[t.numel() - 1] = 1.f;
+    first = t.raw();
+  }
+  Tensor grown = Tensor::Uninitialized(DType::kFloat32, {1, 3, 420, 64});
+  EXPECT_EQ(grown.raw(), first);
+  const auto* bytes = static_cast<const unsigned char*>(grown.raw());
+  for (size_t i = grown.nbytes(); i < grown.nbytes() + 64; ++i) EXPECT_EQ(bytes[i], 0) << i;
+  ReleaseCachedTensorMemory();
+}
+
 Graph ChainGraph() {
   // x -> A -> y -> B -> z, nodes stored in reverse order.
   Graph g;
