@@ -1,11 +1,11 @@
 // Google Benchmark for the 4-bit weight product (kernels/nbits/nbits.h) at
-// decode shapes, M = 1..4 rows, and a prefill's M = 32, against packed weights of block size 32 with
-// uint8 zero points (ONNX Runtime's quantizer's form), both arithmetics.
-// Counters: weight_GBps, the packed bytes (codes, scales, zero points) read per
-// second, and GFLOPS (2 M K N per second). `cold` cycles through copies of the weights larger than the last-level
-// cache, so the bytes come from memory as a decoder's do; otherwise they stay in
-// cache and the kernel's arithmetic is what is timed. OCTET_ISA selects the path.
-// Run: build/<dir>/nbits_bench [--benchmark_filter=...] [--benchmark_repetitions=5]
+// decode shapes, M = 1..4 rows, and a prefill's M = 32 and 256, against packed weights of block
+// size 32 with uint8 zero points (ONNX Runtime's quantizer's form), both arithmetics. Counters:
+// weight_GBps, the packed bytes (codes, scales, zero points) read per second, and GFLOPS (2 M K N
+// per second). `cold` cycles through copies of the weights larger than the last-level cache, so the
+// bytes come from memory as a decoder's do; otherwise they stay in cache and the kernel's
+// arithmetic is what is timed. OCTET_ISA selects the path. Run: build/<dir>/nbits_bench
+// [--benchmark_filter=...] [--benchmark_repetitions=5]
 #include <benchmark/benchmark.h>
 
 #include <random>
@@ -13,6 +13,7 @@
 
 #include "bench_pool.h"
 #include "core/thread_pool.h"
+#include "kernels/float/sgemm.h"
 #include "kernels/nbits/nbits.h"
 
 namespace octet {
@@ -62,17 +63,46 @@ void BM_NBitsGemv(benchmark::State& state) {
       benchmark::Counter(2e-9 * M * K * N, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-// SmolLM2-135M's projections (q / o, gate / up, down) and Qwen3-0.6B's MLP.
+// The float GEMM on the same shapes, B dequantized beforehand: the bound of the
+// kFloat arithmetic from kGemmMinRows rows.
+void BM_SgemmSameShape(benchmark::State& state) {
+  const int64_t M = state.range(0), K = state.range(1), N = state.range(2);
+  std::mt19937 rng(42);
+  std::uniform_real_distribution<float> unit(-1.f, 1.f);
+  std::vector<float> a(M * K), b(K * N), y(M * N);
+  for (auto& v : a) v = unit(rng);
+  for (auto& v : b) v = unit(rng);
+  ThreadPool* pool = PoolFor(static_cast<int>(state.range(3)));
+  for (auto _ : state) {
+    Sgemm(M, N, K, SgemmOperand::RowMajor(a.data(), K), SgemmOperand::RowMajor(b.data(), N),
+          y.data(), N, pool);
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["GFLOPS"] =
+      benchmark::Counter(2e-9 * M * K * N, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// K x N: SmolLM2-135M's projections (q / o, gate / up, down, the LM head) and
+// Qwen3-0.6B's MLP.
+constexpr int64_t kShapes[][2] = {{576, 576},   {576, 1536},  {1536, 576},
+                                  {576, 49152}, {1024, 3072}, {3072, 1024}};
+
 void Shapes(benchmark::internal::Benchmark* b) {
-  const int64_t shapes[][2] = {{576, 576}, {576, 1536}, {1536, 576}, {1024, 3072}, {3072, 1024}};
   for (int64_t cold : {0, 1})
     for (int64_t arithmetic : {0, 1})
       for (int64_t threads : {1, 2})
-        for (int64_t m : {1, 4, 32})
-          for (const auto& kn : shapes) b->Args({m, kn[0], kn[1], threads, arithmetic, cold});
+        for (int64_t m : {1, 4, 32, 256})
+          for (const auto& kn : kShapes) b->Args({m, kn[0], kn[1], threads, arithmetic, cold});
   b->ArgNames({"M", "K", "N", "threads", "int8", "cold"})->UseRealTime()->MinTime(0.2);
 }
 BENCHMARK(BM_NBitsGemv)->Apply(Shapes);
+BENCHMARK(BM_SgemmSameShape)->Apply([](benchmark::internal::Benchmark* b) {
+  for (int64_t threads : {1, 2})
+    for (int64_t m : {32, 256})
+      for (const auto& kn : kShapes) b->Args({m, kn[0], kn[1], threads});
+  b->ArgNames({"M", "K", "N", "threads"})->UseRealTime()->MinTime(0.2);
+});
 
 }  // namespace
 }  // namespace octet
