@@ -186,6 +186,19 @@ SgemmPacked SgemmPackB(const float* b, int64_t K, int64_t N, int64_t ldb, SgemmP
   return Pack(b, N, K, 1, ldb, path, false, nullptr);
 }
 
+SgemmPacked SgemmAllocatePackedB(int64_t K, int64_t N, SgemmPath path) {
+  OCTET_CHECK(N >= 0 && K >= 0, "float GEMM: cannot make a packed B of ", K, "x", N);
+  SgemmPacked packed;
+  packed.path = path;
+  packed.rows = N;
+  packed.K = K;
+  packed.panel = ShapeFor(path).nr;
+  const int64_t count = (N + packed.panel - 1) / packed.panel * packed.panel * K;
+  packed.data = AllocateFloats(count);
+  std::fill_n(packed.data.get(), count, 0.f);
+  return packed;
+}
+
 SgemmPacked SgemmPackBTransposed(const float* b_t, int64_t K, int64_t N, int64_t ld,
                                  SgemmPath path) {
   OCTET_CHECK(N >= 0 && K >= 0 && ld >= K, "float GEMM: cannot pack B of ", K, "x", N,

@@ -45,6 +45,11 @@ SgemmPacked SgemmPackB(const float* b, int64_t K, int64_t N, int64_t ldb,
 SgemmPacked SgemmPackBTransposed(const float* b_t, int64_t K, int64_t N, int64_t ld,
                                  SgemmPath path = SgemmPathFor(ActiveIsa()));
 
+// Room for a packed B of K x N that its producer writes itself: panel q holds
+// columns q * panel .. as K rows of `panel` floats (what SgemmPackB writes).
+// Zero-filled; the producer may refill it for another B of the same size.
+SgemmPacked SgemmAllocatePackedB(int64_t K, int64_t N, SgemmPath path);
+
 // An operand as the GEMM reads it: either row-major memory or packed.
 struct SgemmOperand {
   const float* data = nullptr;  // row-major, when packed is null

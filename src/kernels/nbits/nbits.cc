@@ -237,7 +237,10 @@ void NBitsMatMul(const PackedNBits& w, int64_t M, const float* a, int64_t lda, c
         std::min(row_panels, (nbits::kItemsPerThread * threads + groups - 1) / groups);
     const int64_t panels_per_block = (row_panels + row_blocks - 1) / row_blocks;
     auto run_items = [&](int64_t item0, int64_t item1) {
-      std::vector<float> b(w.K * nbits::kNBitsAccRow);
+      // A group's weights, dequantized straight into the GEMM's packed B when its
+      // panels are whole panels of ours (else row-major, which the GEMM packs).
+      SgemmPacked b = SgemmAllocatePackedB(w.K, nbits::kNBitsAccRow, a_packed.path);
+      const bool b_packed = b.panel % kNBitsPanel == 0;
       int64_t dequantized = -1;  // the group b holds
       for (int64_t item = item0; item < item1; ++item) {
         const int64_t g = item / row_blocks, first_panel = item % row_blocks * panels_per_block;
@@ -245,17 +248,26 @@ void NBitsMatMul(const PackedNBits& w, int64_t M, const float* a, int64_t lda, c
         if (r0 >= M) continue;
         const int64_t rows = std::min(M, r0 + panels_per_block * panel_rows) - r0;
         const int64_t p0 = g * kNBitsGroup;
-        const int64_t ldb = std::min<int64_t>(kNBitsGroup, w.panels - p0) * kNBitsPanel;
-        if (g != dequantized)
-          for (int64_t i = 0; i * kNBitsPanel < ldb; ++i)
-            kernels.dequantize_panel(w, p0 + i, b.data() + i * kNBitsPanel, ldb);
+        const int64_t width = std::min<int64_t>(kNBitsGroup, w.panels - p0) * kNBitsPanel;
+        const int64_t ldb = b_packed ? b.panel : width;
+        if (g != dequantized) {
+          for (int64_t i = 0; i * kNBitsPanel < width; ++i) {
+            const int64_t col = i * kNBitsPanel;
+            float* at =
+                b_packed ? b.data.get() + col / ldb * ldb * w.K + col % ldb : b.data.get() + col;
+            kernels.dequantize_panel(w, p0 + i, at, ldb);
+          }
+        }
         dequantized = g;
         // The block's rows of the packed A: its panels, in place.
         SgemmPacked a_rows = a_packed;
         a_rows.rows = rows;
         a_rows.data = std::shared_ptr<float>(a_packed.data, a_packed.data.get() + r0 * w.K);
-        const int64_t n0 = p0 * kNBitsPanel, cols = std::min(ldb, w.N - n0);
-        Sgemm(rows, cols, w.K, SgemmOperand::Packed(a_rows), SgemmOperand::RowMajor(b.data(), ldb),
+        const int64_t n0 = p0 * kNBitsPanel, cols = std::min(width, w.N - n0);
+        SgemmPacked b_cols = b;
+        b_cols.rows = cols;
+        Sgemm(rows, cols, w.K, SgemmOperand::Packed(a_rows),
+              b_packed ? SgemmOperand::Packed(b_cols) : SgemmOperand::RowMajor(b.data.get(), ldb),
               y + r0 * ldy + n0, ldy, nullptr, SgemmPathFor(isa));
         if (bias)
           for (int64_t m = r0; m < r0 + rows; ++m)
