@@ -351,6 +351,58 @@ TEST(Int8Conv, RequantizingTilesOnTheGemmPath) {
   }
 }
 
+// The GEMM path on AVX2 and AVX-512BW (gemm_i16s8_6x16c2_pairb_avx2,
+// gemm_i16s8_12x32c2_pairb_avx512): paired B words whose low column is stored
+// + 128, removed with the weights' row sums on the last k block. Pixel counts
+// ending in either half of a 16- or 32-column panel, output channels around
+// the 6- and 12-row tiles, K = 2 (1x1 on 2 channels), odd K, K over 2-5 k
+// blocks (1024 k on avx2, 512 on avx512), zero points at the type limits and
+// w zero points of 0 (no column sums: the row sums alone).
+TEST(Int8Conv, PairedBOnTheVpmaddwdPaths) {
+  if (!IsaSupported(Isa::kAvx2) && !IsaSupported(Isa::kAvx512))
+    GTEST_SKIP() << "needs AVX2 or AVX-512BW (the paired-B kernels)";
+  std::mt19937 rng(14);
+  struct Shape {
+    int64_t n, c, m, h, w, k, stride, pad;
+  };
+  const Shape shapes[] = {
+      {1, 2, 13, 1, 5, 1, 1, 0},     // K = 2, 5 pixels: a low half only
+      {1, 2, 7, 3, 4, 1, 1, 0},      // 12 pixels: into the high half of 16
+      {1, 3, 25, 5, 5, 3, 1, 1},     // K = 27, 25 pixels: 16 + 9, or 32's high half
+      {2, 5, 12, 7, 7, 3, 2, 1},     // stride 2, 16 pixels, batch 2
+      {1, 1100, 7, 3, 3, 1, 1, 0},   // K = 1100: 2 / 3 k blocks
+      {1, 230, 14, 6, 6, 3, 1, 1},   // K = 2070: 3 / 5 k blocks, 36 pixels
+      {1, 64, 40, 17, 17, 1, 1, 0},  // 289 pixels: two pixel blocks
+  };
+  // {x signed, w signed, w zero point per channel, zero mode}
+  const std::array<std::array<int, 4>, 7> variants = {{{0, 1, 0, 0},
+                                                       {1, 0, 1, 2},
+                                                       {0, 0, 0, 1},
+                                                       {1, 1, 0, 4},
+                                                       {0, 1, 1, 5},
+                                                       {1, 1, 1, 2},
+                                                       {0, 0, 0, 5}}};
+  for (const Shape& s : shapes) {
+    for (const auto& [x_signed, w_signed, per_channel, zero_mode] : variants) {
+      Case c;
+      c.g.batch = s.n;
+      c.g.in_channels = s.c;
+      c.g.out_channels = s.m;
+      c.g.in_h = s.h;
+      c.g.in_w = s.w;
+      c.g.kernel_h = c.g.kernel_w = s.k;
+      c.g.stride_h = c.g.stride_w = s.stride;
+      c.g.pad_top = c.g.pad_left = c.pad_bottom = c.pad_right = s.pad;
+      c.x_signed = x_signed != 0;
+      c.w_signed = w_signed != 0;
+      c.w_zero_per_channel = per_channel != 0;
+      c.zero_mode = zero_mode;
+      ASSERT_TRUE(Resolve(c)) << c.Describe();
+      EXPECT_EQ(CheckCase(c, rng, Requant::kPerChannel), 0);
+    }
+  }
+}
+
 #if defined(__x86_64__) || defined(_M_X64)
 // The channel-vector depthwise path's rearrangement of x into 16-byte pixels
 // (conv_depthwise.h) against a scalar loop: every run length through the

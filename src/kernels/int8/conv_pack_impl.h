@@ -192,24 +192,63 @@ inline void StoreInterleaved(const __m512i v[4], int64_t c0, int64_t cols, int64
 
 // Writes 2 rows of `cols` bytes (a multiple of nr, itself a multiple of 16) as
 // group `group_dst` of the panels: in panel q, column j's 2 bytes at
-// q * panel_stride + j * 2.
-inline void InterleavePairs(const int8_t* rows, int64_t cols, int nr, int64_t panel_stride,
-                            int8_t* group_dst) {
+// q * panel_stride + j * 2; paired (gemm_kernels.h), the words of column
+// j < nr / 2 (+ 128) and column j + nr / 2 at q * panel_stride + j * 4.
+inline void InterleavePairs(const int8_t* rows, int64_t cols, int nr, bool paired,
+                            int64_t panel_stride, int8_t* group_dst) {
+  const int half = nr / 2;
   int8_t* panel = group_dst;  // stepped, not c0 / nr: a division per panel is its copy's cost
   for (int64_t c0 = 0; c0 < cols; c0 += nr, panel += panel_stride) {
+    const int8_t* r0 = rows + c0;
+    const int8_t* r1 = rows + cols + c0;
     int j = 0;
 #if defined(__SSE2__)
-    for (; j + 16 <= nr; j += 16) {
-      const __m128i r0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows + c0 + j));
-      const __m128i r1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows + cols + c0 + j));
-      __m128i* d = reinterpret_cast<__m128i*>(panel + j * 2);
-      _mm_storeu_si128(d, _mm_unpacklo_epi8(r0, r1));
-      _mm_storeu_si128(d + 1, _mm_unpackhi_epi8(r0, r1));
+    __m128i* d = reinterpret_cast<__m128i*>(panel);
+    if (paired) {
+      // An unpack of the two rows gives plain pairs; a low column's pair
+      // (+ 128) and its high column's then alternate byte by byte: the words.
+      // With nr 16 one load holds both halves.
+      const __m128i flip = _mm_set1_epi8(static_cast<char>(0x80));
+      auto store_words = [](__m128i low, __m128i high, __m128i flip, __m128i* d) {
+        low = _mm_xor_si128(low, flip);
+        _mm_storeu_si128(d, _mm_unpacklo_epi8(low, high));
+        _mm_storeu_si128(d + 1, _mm_unpackhi_epi8(low, high));
+      };
+      if (half == 8) {
+        const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r0));
+        const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r1));
+        store_words(_mm_unpacklo_epi8(a, b), _mm_unpackhi_epi8(a, b), flip, d);
+        j = half;
+      }
+      for (; j + 16 <= half; j += 16, d += 4) {
+        const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r0 + j));
+        const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r1 + j));
+        const __m128i ah = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r0 + half + j));
+        const __m128i bh = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r1 + half + j));
+        store_words(_mm_unpacklo_epi8(a, b), _mm_unpacklo_epi8(ah, bh), flip, d);
+        store_words(_mm_unpackhi_epi8(a, b), _mm_unpackhi_epi8(ah, bh), flip, d + 2);
+      }
+    } else {
+      for (; j + 16 <= nr; j += 16, d += 2) {
+        const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r0 + j));
+        const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r1 + j));
+        _mm_storeu_si128(d, _mm_unpacklo_epi8(a, b));
+        _mm_storeu_si128(d + 1, _mm_unpackhi_epi8(a, b));
+      }
     }
 #endif
+    if (paired) {
+      for (; j < half; ++j) {
+        panel[j * 4] = static_cast<int8_t>(r0[j] ^ 0x80);
+        panel[j * 4 + 1] = r0[half + j];
+        panel[j * 4 + 2] = static_cast<int8_t>(r1[j] ^ 0x80);
+        panel[j * 4 + 3] = r1[half + j];
+      }
+      continue;
+    }
     for (; j < nr; ++j) {
-      panel[j * 2] = rows[c0 + j];
-      panel[j * 2 + 1] = rows[cols + c0 + j];
+      panel[j * 2] = r0[j];
+      panel[j * 2 + 1] = r1[j];
     }
   }
 }
@@ -440,7 +479,7 @@ inline void PackRows(const Im2colBlock& b, int8_t* rows, int8_t* packed_b,
     }
     const int64_t panel_stride = k_groups * b.nr * g_size;
     if (g_size == 2) {
-      InterleavePairs(rows, cols, b.nr, panel_stride, packed_b + group * b.nr * 2);
+      InterleavePairs(rows, cols, b.nr, b.paired, panel_stride, packed_b + group * b.nr * 2);
     } else {
       Interleave(rows, cols, b.nr, panel_stride, packed_b + group * b.nr * kGroup);
     }
