@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#if defined(__AVX512BW__) || defined(__AVX512VNNI__)
+#if defined(__AVX2__) || defined(__AVX512BW__) || defined(__AVX512VNNI__)
 #include <immintrin.h>
 #elif defined(__SSE2__)
 #include <emmintrin.h>
@@ -198,37 +198,50 @@ inline void InterleavePairs(const int8_t* rows, int64_t cols, int nr, bool paire
                             int64_t panel_stride, int8_t* group_dst) {
   const int half = nr / 2;
   int8_t* panel = group_dst;  // stepped, not c0 / nr: a division per panel is its copy's cost
-  for (int64_t c0 = 0; c0 < cols; c0 += nr, panel += panel_stride) {
+  int64_t c0 = 0;
+#if defined(__AVX2__)
+  if (paired) {
+    // 32 columns per step. An unpack of the two rows gives the plain pairs of
+    // 16 columns per lane (nr 16: each lane a panel's; nr 32: lane 0 the low
+    // columns', lane 1 the high ones', after the lane permutes); a low
+    // column's pair (+ 128) and its high column's then alternate byte by
+    // byte: the words.
+    const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+    const int64_t lane1 = nr == 16 ? panel_stride : 32;  // where lane 1's words go
+    for (; c0 + 32 <= cols; c0 += 32, panel += 32 / nr * panel_stride) {
+      const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows + c0));
+      const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows + cols + c0));
+      __m256i low = _mm256_unpacklo_epi8(a, b), high = _mm256_unpackhi_epi8(a, b);
+      if (nr == 32) {
+        const __m256i first = low;
+        low = _mm256_permute2x128_si256(first, high, 0x20);
+        high = _mm256_permute2x128_si256(first, high, 0x31);
+      }
+      low = _mm256_xor_si256(low, flip);
+      const __m256i w0 = _mm256_unpacklo_epi8(low, high), w1 = _mm256_unpackhi_epi8(low, high);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(panel), _mm256_castsi256_si128(w0));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(panel + 16), _mm256_castsi256_si128(w1));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(panel + lane1), _mm256_extracti128_si256(w0, 1));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(panel + lane1 + 16),
+                       _mm256_extracti128_si256(w1, 1));
+    }
+  }
+#endif
+  for (; c0 < cols; c0 += nr, panel += panel_stride) {
     const int8_t* r0 = rows + c0;
     const int8_t* r1 = rows + cols + c0;
     int j = 0;
 #if defined(__SSE2__)
-    __m128i* d = reinterpret_cast<__m128i*>(panel);
-    if (paired) {
-      // An unpack of the two rows gives plain pairs; a low column's pair
-      // (+ 128) and its high column's then alternate byte by byte: the words.
-      // With nr 16 one load holds both halves.
-      const __m128i flip = _mm_set1_epi8(static_cast<char>(0x80));
-      auto store_words = [](__m128i low, __m128i high, __m128i flip, __m128i* d) {
-        low = _mm_xor_si128(low, flip);
-        _mm_storeu_si128(d, _mm_unpacklo_epi8(low, high));
-        _mm_storeu_si128(d + 1, _mm_unpackhi_epi8(low, high));
-      };
-      if (half == 8) {
-        const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r0));
-        const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r1));
-        store_words(_mm_unpacklo_epi8(a, b), _mm_unpackhi_epi8(a, b), flip, d);
-        j = half;
-      }
-      for (; j + 16 <= half; j += 16, d += 4) {
-        const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r0 + j));
-        const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r1 + j));
-        const __m128i ah = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r0 + half + j));
-        const __m128i bh = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r1 + half + j));
-        store_words(_mm_unpacklo_epi8(a, b), _mm_unpacklo_epi8(ah, bh), flip, d);
-        store_words(_mm_unpackhi_epi8(a, b), _mm_unpackhi_epi8(ah, bh), flip, d + 2);
-      }
-    } else {
+    auto* d = reinterpret_cast<__m128i*>(panel);
+    if (paired && nr == 16) {  // a last odd panel: the step above in one lane
+      const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r0));
+      const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r1));
+      const __m128i low = _mm_xor_si128(_mm_unpacklo_epi8(a, b), _mm_set1_epi8(-128));
+      const __m128i high = _mm_unpackhi_epi8(a, b);
+      _mm_storeu_si128(d, _mm_unpacklo_epi8(low, high));
+      _mm_storeu_si128(d + 1, _mm_unpackhi_epi8(low, high));
+      j = half;
+    } else if (!paired) {
       for (; j + 16 <= nr; j += 16, d += 2) {
         const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r0 + j));
         const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r1 + j));
