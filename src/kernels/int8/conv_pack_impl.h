@@ -149,8 +149,10 @@ inline void BuildRow(const Im2colBlock& b, const uint8_t* channel, int64_t ky, c
       } else {
         std::fill_n(out, first - ox, pad);
         int8_t* __restrict dst = out - ox;
-        for (int64_t i = first; i < last; ++i)
-          dst[i] = static_cast<int8_t>(src[i * g.stride_w] ^ flip);
+        // The stride in a register: the byte stores could alias g, so the
+        // compiler would reload it for every byte.
+        const int64_t stride = g.stride_w;
+        for (int64_t i = first; i < last; ++i) dst[i] = static_cast<int8_t>(src[i * stride] ^ flip);
         std::fill_n(out + (last - ox), ox + n - last, pad);
       }
     }
