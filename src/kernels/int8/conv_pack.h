@@ -33,7 +33,7 @@ struct Im2colBlock {
   int8_t pad;    // x zero point in the B domain
   // The group's phase planes (BuildPhasePlanesAvx512Vnni), or null to read x_group.
   const uint8_t* phases = nullptr;
-  bool paired = false;  // the b_paired layout (gemm_kernels.h), k_group 2
+  bool paired = false;  // the b_paired layout (gemm_kernels.h): k_group 2, nr 16 or 32
 };
 
 // Phase planes, the AVX-512 VNNI packer's view of a strided input: per input

@@ -238,7 +238,8 @@ inline void InterleavePairs(const int8_t* rows, int64_t cols, int nr, bool paire
     if (paired && nr == 16) {  // a last odd panel: the step above in one lane
       const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r0));
       const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r1));
-      const __m128i low = _mm_xor_si128(_mm_unpacklo_epi8(a, b), _mm_set1_epi8(-128));
+      const __m128i low =
+          _mm_xor_si128(_mm_unpacklo_epi8(a, b), _mm_set1_epi8(static_cast<char>(0x80)));
       const __m128i high = _mm_unpackhi_epi8(a, b);
       _mm_storeu_si128(d, _mm_unpacklo_epi8(low, high));
       _mm_storeu_si128(d + 1, _mm_unpackhi_epi8(low, high));
