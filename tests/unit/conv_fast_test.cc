@@ -245,13 +245,31 @@ TEST(Int8Conv, GridAgainstReferenceOnEveryPathAndThreadCount) {
   EXPECT_GT(cases, 500) << "the grid shrank";
 }
 
+// A convolution shape with the same stride and pad on every side (none above
+// and below a 1-D input).
+struct Shape {
+  int64_t n, c, m, group, h, w, kh, kw, stride, pad;
+};
+Case CaseOf(const Shape& s) {
+  Case c;
+  c.g.batch = s.n;
+  c.g.in_channels = s.c;
+  c.g.out_channels = s.m;
+  c.g.group = s.group;
+  c.g.in_h = s.h;
+  c.g.in_w = s.w;
+  c.g.kernel_h = s.kh;
+  c.g.kernel_w = s.kw;
+  c.g.stride_h = c.g.stride_w = s.stride;
+  c.g.pad_top = c.g.pad_left = c.pad_bottom = c.pad_right = s.pad;
+  if (s.h == 1) c.g.pad_top = c.pad_bottom = 0;
+  return c;
+}
+
 // Shapes that cross the blocking: pixel blocks (> 256 pixels), k blocks
 // (K > 512), several row panels and row blocks, one row panel, 1-D.
 TEST(Int8Conv, LargerShapesCrossTheBlocking) {
   std::mt19937 rng(7);
-  struct Shape {
-    int64_t n, c, m, group, h, w, kh, kw, stride, pad;
-  };
   const Shape shapes[] = {
       {1, 64, 40, 1, 9, 9, 3, 3, 1, 1},    // K = 576: two k blocks, 5 row panels
       {1, 16, 33, 1, 19, 17, 1, 1, 1, 0},  // 323 pixels: two pixel blocks
@@ -295,18 +313,7 @@ TEST(Int8Conv, LargerShapesCrossTheBlocking) {
     // per channel); 4, 5: u8 / s8 x with zero points at the type minimum /
     // maximum, s8 w with zero point 0.
     for (int variant = 0; variant < 6; ++variant) {
-      Case c;
-      c.g.batch = s.n;
-      c.g.in_channels = s.c;
-      c.g.out_channels = s.m;
-      c.g.group = s.group;
-      c.g.in_h = s.h;
-      c.g.in_w = s.w;
-      c.g.kernel_h = s.kh;
-      c.g.kernel_w = s.kw;
-      c.g.stride_h = c.g.stride_w = s.stride;
-      c.g.pad_top = c.g.pad_left = c.pad_bottom = c.pad_right = s.pad;
-      if (s.h == 1) c.g.pad_top = c.pad_bottom = 0;
+      Case c = CaseOf(s);
       c.x_signed = variant == 1 || variant == 3 || variant == 5;
       c.w_signed = variant != 1;
       c.w_zero_per_channel = variant == 1 || variant == 3;
@@ -323,30 +330,62 @@ TEST(Int8Conv, LargerShapesCrossTheBlocking) {
 // multipliers with an output clamp, and K = 1100 staying on the int32 path.
 TEST(Int8Conv, RequantizingTilesOnTheGemmPath) {
   std::mt19937 rng(11);
-  struct Shape {
-    int64_t n, c, m, h, w, stride;
-  };
   const Shape shapes[] = {
-      {1, 96, 21, 13, 13, 1},  // 169 pixels: a 9-column tail; rows 8, 8, 5
-      {2, 40, 8, 7, 5, 1},     // 35 pixels: a 3-column tail
-      {1, 17, 3, 9, 40, 2},    // stride 2 (phase planes): 100 pixels
-      {1, 1024, 9, 4, 8, 1},   // K = 1024, the largest on the requantizing tile
-      {1, 1100, 9, 4, 8, 1},   // K = 1100: the int32 block path
+      {1, 96, 21, 1, 13, 13, 1, 1, 1, 0},  // 169 pixels: a 9-column tail; rows 8, 8, 5
+      {2, 40, 8, 1, 7, 5, 1, 1, 1, 0},     // 35 pixels: a 3-column tail
+      {1, 17, 3, 1, 9, 40, 1, 1, 2, 0},    // stride 2 (phase planes): 100 pixels
+      {1, 1024, 9, 1, 4, 8, 1, 1, 1, 0},   // K = 1024, the largest on the requantizing tile
+      {1, 1100, 9, 1, 4, 8, 1, 1, 1, 0},   // K = 1100: the int32 block path
   };
   for (const Shape& s : shapes) {
     for (int variant = 0; variant < 4; ++variant) {
-      Case c;
-      c.g.batch = s.n;
-      c.g.in_channels = s.c;
-      c.g.out_channels = s.m;
-      c.g.in_h = s.h;
-      c.g.in_w = s.w;
-      c.g.stride_h = c.g.stride_w = s.stride;
+      Case c = CaseOf(s);
       c.x_signed = variant % 2 == 1;
       c.zero_mode = std::array{3, 4, 5, 3}[variant];
       ASSERT_TRUE(Resolve(c)) << c.Describe();
       EXPECT_EQ(CheckCase(c, rng, variant < 2 ? Requant::kPerTensorClamped : Requant::kPerChannel),
                 0);
+    }
+  }
+}
+
+// The GEMM path on AVX2 and AVX-512BW (gemm_i16s8_6x16c2_pairb_avx2,
+// gemm_i16s8_12x32c2_pairb_avx512): paired B words whose low column is stored
+// + 128, removed with the weights' row sums on the last k block. Pixel counts
+// ending in either half of a 16- or 32-column panel, output channels around
+// the 6- and 12-row tiles, K = 2 (1x1 on 2 channels), odd K, K over 2-5 k
+// blocks (1024 k on avx2, 512 on avx512), zero points at the type limits and
+// w zero points of 0 (no column sums: the row sums alone).
+TEST(Int8Conv, PairedBOnTheVpmaddwdPaths) {
+  if (!IsaSupported(Isa::kAvx2) && !IsaSupported(Isa::kAvx512))
+    GTEST_SKIP() << "needs AVX2 or AVX-512BW (the paired-B kernels)";
+  std::mt19937 rng(14);
+  const Shape shapes[] = {
+      {1, 2, 13, 1, 1, 5, 1, 1, 1, 0},     // K = 2, 5 pixels: a low half only
+      {1, 2, 7, 1, 3, 4, 1, 1, 1, 0},      // 12 pixels: into the high half of 16
+      {1, 3, 25, 1, 5, 5, 3, 3, 1, 1},     // K = 27, 25 pixels: 16 + 9, or 32's high half
+      {2, 5, 12, 1, 7, 7, 3, 3, 2, 1},     // stride 2, 16 pixels, batch 2
+      {1, 1100, 7, 1, 3, 3, 1, 1, 1, 0},   // K = 1100: 2 / 3 k blocks
+      {1, 230, 14, 1, 6, 6, 3, 3, 1, 1},   // K = 2070: 3 / 5 k blocks, 36 pixels (3 panels of 16)
+      {1, 64, 40, 1, 17, 17, 1, 1, 1, 0},  // 289 pixels: two pixel blocks
+  };
+  // {x signed, w signed, w zero point per channel, zero mode}
+  const std::array<std::array<int, 4>, 7> variants = {{{0, 1, 0, 0},
+                                                       {1, 0, 1, 2},
+                                                       {0, 0, 0, 1},
+                                                       {1, 1, 0, 4},
+                                                       {0, 1, 1, 5},
+                                                       {1, 1, 1, 2},
+                                                       {0, 0, 0, 5}}};
+  for (const Shape& s : shapes) {
+    for (const auto& [x_signed, w_signed, per_channel, zero_mode] : variants) {
+      Case c = CaseOf(s);
+      c.x_signed = x_signed != 0;
+      c.w_signed = w_signed != 0;
+      c.w_zero_per_channel = per_channel != 0;
+      c.zero_mode = zero_mode;
+      ASSERT_TRUE(Resolve(c)) << c.Describe();
+      EXPECT_EQ(CheckCase(c, rng, Requant::kPerChannel), 0);
     }
   }
 }

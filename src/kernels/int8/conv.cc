@@ -337,16 +337,10 @@ class GemmPath : public conv::Path {
   // int8 weights with zero points 0 on AVX-512 VNNI run as vpdpbusd's signed
   // operand against uint8 x (gemm_s8u8): sum w (x - zx) = sum w x - zx rowsum(w)
   // needs no column sums, the second term being a per-channel constant.
-  // The im2col packers write the plain B layouts: not a plan's paired one.
   static const MicroKernel& KernelFor(Isa isa, bool w_signed, bool zero_w_zero) {
     if (isa == Isa::kAvx512Vnni && zero_w_zero)
       return gemm::MicroKernelNamed("gemm_s8u8_8x32c4_avx512vnni");
-    const MicroKernel& planned = *PlanGemm(isa, w_signed).packed;
-    if (!planned.b_paired) return planned;
-    for (const MicroKernel& k : gemm::MicroKernels()) {
-      if (k.isa == isa && !k.a_row_major && !k.b_paired && k.b_domain == planned.b_domain) return k;
-    }
-    Fail("int8 convolution: no plain-layout micro-kernel for ", IsaName(isa));
+    return *PlanGemm(isa, w_signed).packed;
   }
 
   const MicroKernel& kernel_;
@@ -446,6 +440,7 @@ void GemmPath::Run(const ConvGeometry& g, const Int8ConvOperand& x, const Epilog
                               count, cols,
                               nr,    g_size,
                               flip,  static_cast<int8_t>(zb)};
+      block.paired = kernel.b_paired;
 #if defined(__x86_64__) || defined(_M_X64)
       if (phase_planes) {
         sc.phases.resize(in_per_group * g.stride_h * g.stride_w * conv::PhasePlaneSize(g));
@@ -516,9 +511,9 @@ void GemmPath::Run(const ConvGeometry& g, const Int8ConvOperand& x, const Epilog
                 args.partial_ld = cols;
               }
               if (last) {
+                args.row_neg_sum = row_neg_sum_.data() + o;  // the paired kernels' too
                 if (needs_col_sums_) {
                   args.row_neg_za = row_neg_za_.data() + o;
-                  args.row_neg_sum = row_neg_sum_.data() + o;
                   args.col_term = sc.col_term.data() + q * nr;
                   args.col_zb = sc.col_zb.data() + q * nr;
                 } else {

@@ -2,8 +2,9 @@
 // B operand. A block of output pixels [p0, p0 + count) of one (batch, group)
 // is written straight into the micro-kernel's B panels (gemm_kernels.h: panels
 // of nr columns, group g of a panel holds G bytes k = G g .. G g + G - 1 per
-// column, G the kernel's k group of 4 or 2),
-// k = (input channel, ky, kx) as in the weights, with the column sums. Values
+// column, G the kernel's k group of 4 or 2; or the paired words of the
+// vpmaddwd kernels), k = (input channel, ky, kx) as in the weights, with the
+// column sums (of the B-domain values, without the paired + 128). Values
 // are in the B domain, x ^ flip: int8 for TileAvx512Vnni and the other
 // kernels (uint8 x stored as x - 128, flip = 0x80), uint8 for
 // gemm_s8u8_8x32c4_avx512vnni (int8 x stored as x + 128); the padding holds
@@ -32,6 +33,7 @@ struct Im2colBlock {
   int8_t pad;    // x zero point in the B domain
   // The group's phase planes (BuildPhasePlanesAvx512Vnni), or null to read x_group.
   const uint8_t* phases = nullptr;
+  bool paired = false;  // the b_paired layout (gemm_kernels.h): k_group 2, nr 16 or 32
 };
 
 // Phase planes, the AVX-512 VNNI packer's view of a strided input: per input

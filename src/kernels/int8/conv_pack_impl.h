@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#if defined(__AVX512BW__) || defined(__AVX512VNNI__)
+#if defined(__AVX2__) || defined(__AVX512BW__) || defined(__AVX512VNNI__)
 #include <immintrin.h>
 #elif defined(__SSE2__)
 #include <emmintrin.h>
@@ -149,8 +149,10 @@ inline void BuildRow(const Im2colBlock& b, const uint8_t* channel, int64_t ky, c
       } else {
         std::fill_n(out, first - ox, pad);
         int8_t* __restrict dst = out - ox;
-        for (int64_t i = first; i < last; ++i)
-          dst[i] = static_cast<int8_t>(src[i * g.stride_w] ^ flip);
+        // The stride in a register: the byte stores could alias g, so the
+        // compiler would reload it for every byte.
+        const int64_t stride = g.stride_w;
+        for (int64_t i = first; i < last; ++i) dst[i] = static_cast<int8_t>(src[i * stride] ^ flip);
         std::fill_n(out + (last - ox), ox + n - last, pad);
       }
     }
@@ -192,24 +194,77 @@ inline void StoreInterleaved(const __m512i v[4], int64_t c0, int64_t cols, int64
 
 // Writes 2 rows of `cols` bytes (a multiple of nr, itself a multiple of 16) as
 // group `group_dst` of the panels: in panel q, column j's 2 bytes at
-// q * panel_stride + j * 2.
-inline void InterleavePairs(const int8_t* rows, int64_t cols, int nr, int64_t panel_stride,
-                            int8_t* group_dst) {
+// q * panel_stride + j * 2; paired (gemm_kernels.h), the words of column
+// j < nr / 2 (+ 128) and column j + nr / 2 at q * panel_stride + j * 4.
+inline void InterleavePairs(const int8_t* rows, int64_t cols, int nr, bool paired,
+                            int64_t panel_stride, int8_t* group_dst) {
+  const int half = nr / 2;
   int8_t* panel = group_dst;  // stepped, not c0 / nr: a division per panel is its copy's cost
-  for (int64_t c0 = 0; c0 < cols; c0 += nr, panel += panel_stride) {
+  int64_t c0 = 0;
+#if defined(__AVX2__)
+  if (paired) {
+    // 32 columns per step. An unpack of the two rows gives the plain pairs of
+    // 16 columns per lane (nr 16: each lane a panel's; nr 32: lane 0 the low
+    // columns', lane 1 the high ones', after the lane permutes); a low
+    // column's pair (+ 128) and its high column's then alternate byte by
+    // byte: the words.
+    const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+    const int64_t lane1 = nr == 16 ? panel_stride : 32;  // where lane 1's words go
+    for (; c0 + 32 <= cols; c0 += 32, panel += 32 / nr * panel_stride) {
+      const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows + c0));
+      const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows + cols + c0));
+      __m256i low = _mm256_unpacklo_epi8(a, b), high = _mm256_unpackhi_epi8(a, b);
+      if (nr == 32) {
+        const __m256i first = low;
+        low = _mm256_permute2x128_si256(first, high, 0x20);
+        high = _mm256_permute2x128_si256(first, high, 0x31);
+      }
+      low = _mm256_xor_si256(low, flip);
+      const __m256i w0 = _mm256_unpacklo_epi8(low, high), w1 = _mm256_unpackhi_epi8(low, high);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(panel), _mm256_castsi256_si128(w0));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(panel + 16), _mm256_castsi256_si128(w1));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(panel + lane1), _mm256_extracti128_si256(w0, 1));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(panel + lane1 + 16),
+                       _mm256_extracti128_si256(w1, 1));
+    }
+  }
+#endif
+  for (; c0 < cols; c0 += nr, panel += panel_stride) {
+    const int8_t* r0 = rows + c0;
+    const int8_t* r1 = rows + cols + c0;
     int j = 0;
 #if defined(__SSE2__)
-    for (; j + 16 <= nr; j += 16) {
-      const __m128i r0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows + c0 + j));
-      const __m128i r1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows + cols + c0 + j));
-      __m128i* d = reinterpret_cast<__m128i*>(panel + j * 2);
-      _mm_storeu_si128(d, _mm_unpacklo_epi8(r0, r1));
-      _mm_storeu_si128(d + 1, _mm_unpackhi_epi8(r0, r1));
+    auto* d = reinterpret_cast<__m128i*>(panel);
+    if (paired && nr == 16) {  // a last odd panel: the step above in one lane
+      const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r0));
+      const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r1));
+      const __m128i low =
+          _mm_xor_si128(_mm_unpacklo_epi8(a, b), _mm_set1_epi8(static_cast<char>(0x80)));
+      const __m128i high = _mm_unpackhi_epi8(a, b);
+      _mm_storeu_si128(d, _mm_unpacklo_epi8(low, high));
+      _mm_storeu_si128(d + 1, _mm_unpackhi_epi8(low, high));
+      j = half;
+    } else if (!paired) {
+      for (; j + 16 <= nr; j += 16, d += 2) {
+        const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r0 + j));
+        const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r1 + j));
+        _mm_storeu_si128(d, _mm_unpacklo_epi8(a, b));
+        _mm_storeu_si128(d + 1, _mm_unpackhi_epi8(a, b));
+      }
     }
 #endif
+    if (paired) {
+      for (; j < half; ++j) {
+        panel[j * 4] = static_cast<int8_t>(r0[j] ^ 0x80);
+        panel[j * 4 + 1] = r0[half + j];
+        panel[j * 4 + 2] = static_cast<int8_t>(r1[j] ^ 0x80);
+        panel[j * 4 + 3] = r1[half + j];
+      }
+      continue;
+    }
     for (; j < nr; ++j) {
-      panel[j * 2] = rows[c0 + j];
-      panel[j * 2 + 1] = rows[cols + c0 + j];
+      panel[j * 2] = r0[j];
+      panel[j * 2 + 1] = r1[j];
     }
   }
 }
@@ -440,7 +495,7 @@ inline void PackRows(const Im2colBlock& b, int8_t* rows, int8_t* packed_b,
     }
     const int64_t panel_stride = k_groups * b.nr * g_size;
     if (g_size == 2) {
-      InterleavePairs(rows, cols, b.nr, panel_stride, packed_b + group * b.nr * 2);
+      InterleavePairs(rows, cols, b.nr, b.paired, panel_stride, packed_b + group * b.nr * 2);
     } else {
       Interleave(rows, cols, b.nr, panel_stride, packed_b + group * b.nr * kGroup);
     }

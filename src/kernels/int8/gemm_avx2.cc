@@ -10,12 +10,12 @@
 // to [a0 a1] x 8, so lane j of vpmaddwd is a0 b(j, k0) + a1 b(j, k1): the
 // accumulators hold columns in order.
 //
-// gemm_i16s8_6x16c2_pairb_avx2, the matmuls' kernel: the same tile on paired B
-// (gemm_kernels.h). A group's 32 bytes are 16 words (column q + 128 low,
-// column q + 8 high, at k0 and k1), so one load and one vpsraw give both
-// vpmaddwd operands: lane q of the raw words' sums is S(q) + 128 sum(a) +
-// 256 S(q + 8), of the shifted words' S(q + 8). One step on B per group
-// instead of two vpmovsxbw, which share the shuffle ports.
+// gemm_i16s8_6x16c2_pairb_avx2, the matmuls' and convolutions' kernel: the
+// same tile on paired B (gemm_kernels.h). A group's 32 bytes are 16 words
+// (column q + 128 low, column q + 8 high, at k0 and k1), so one load and one
+// vpsraw give both vpmaddwd operands: lane q of the raw words' sums is S(q) +
+// 128 sum(a) + 256 S(q + 8), of the shifted words' S(q + 8). One step on B per
+// group instead of two vpmovsxbw, which share the shuffle ports.
 #include <immintrin.h>
 
 #include "kernels/int8/gemm_finish_impl.h"

@@ -9,10 +9,10 @@
 // widens to [c0k0 c0k1 .. c15k0 c15k1] and the row's int16 pair is broadcast,
 // so lane j of vpmaddwd is a0 b(j, k0) + a1 b(j, k1): columns in order.
 //
-// gemm_i16s8_12x32c2_pairb_avx512, the matmuls' kernel: the same tile on
-// paired B (gemm_kernels.h, gemm_avx2.cc): one load and one vpsraw per group
-// give the words of columns q (+ 128, low) and q + 16 (high) and the high
-// column alone.
+// gemm_i16s8_12x32c2_pairb_avx512, the matmuls' and convolutions' kernel: the
+// same tile on paired B (gemm_kernels.h, gemm_avx2.cc): one load and one
+// vpsraw per group give the words of columns q (+ 128, low) and q + 16 (high)
+// and the high column alone.
 #include <immintrin.h>
 
 #include "kernels/int8/gemm_finish_impl.h"

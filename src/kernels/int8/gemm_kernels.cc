@@ -16,8 +16,8 @@ constexpr MicroKernel kKernels[] = {
     {"gemm_i16s8_4x16c2_scalar", Isa::kScalar, 4, 16, 2, ADomain::kInt16, false, false,
      BDomain::kSigned8, false, false, TileScalar, nullptr, kBlockK / 2},
 #if defined(__x86_64__) || defined(_M_X64)
-    // A paired-B kernel first for its ISA: the plans' kernel (PlanGemm); the
-    // convolution's im2col packers write the plain layout of the next one.
+    // A paired-B kernel first for its ISA: the plans' kernel (PlanGemm) and the
+    // convolution's (its im2col packers write the paired layout too).
     {"gemm_i16s8_6x16c2_pairb_avx2", Isa::kAvx2, 6, 16, 2, ADomain::kInt16, false, false,
      BDomain::kSigned8, false, true, TileAvx2PairedB, nullptr, kBlockK / 2},
     {"gemm_i16s8_6x16c2_avx2", Isa::kAvx2, 6, 16, 2, ADomain::kInt16, false, false,
