@@ -106,6 +106,8 @@ class FusedQdqConvKernel : public OpKernel {
 
   // x goes only to Int8Conv, whose every path runs on guarded x in conv_fast_test.
   bool ReadsOnlyInputBytes(size_t input) const override { return input == kFusedConvX; }
+  // The weight and the quantization parameters live on packed and in the epilogue.
+  bool ReadsConstantInRun(size_t input) const override { return input == kFusedConvX; }
 
   void Run(KernelContext& ctx) override {
     const Node& node = ctx.node();

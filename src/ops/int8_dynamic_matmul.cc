@@ -40,6 +40,9 @@ class Int8DynamicMatMulKernel : public OpKernel {
     w_scale_.assign(s->data<float>(), s->data<float>() + N_);
   }
 
+  // w and w_scale live on packed and copied.
+  bool ReadsConstantInRun(size_t input) const override { return input == 0; }
+
   void Run(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
     OCTET_CHECK(x.dtype() == DType::kFloat32 && x.rank() >= 1 && x.dim(x.rank() - 1) == K_,
