@@ -49,6 +49,7 @@ ConvOperand ReadConvOperand(const Node& node, const Tensor& t, const Tensor* zer
 // The weights' Int8Conv: the one packed at creation, or one packed now.
 struct WeightSource {
   std::shared_ptr<const Int8Conv> prepacked;
+  Tensor w_shape;  // w's dtype and shape without its data, once packed
   size_t w_input = 0, w_zero_input = 0;
 
   // Packs at creation when w and its zero point (if given) are constant and
@@ -71,6 +72,14 @@ struct WeightSource {
     shape.kernel_h = w->rank() == 4 ? w->dim(2) : 1;
     shape.kernel_w = w->shape().back();
     prepacked = Make(init.node, shape, *w, w_zero);
+    w_shape = Tensor::View(w->dtype(), w->shape(), nullptr);
+  }
+
+  // Run reads only the packed weights (the session may free w).
+  bool ReadsInRun(size_t input) const { return input != w_input || !prepacked; }
+  // What Run checks w by: its dtype and shape.
+  const Tensor& W(const KernelContext& ctx) const {
+    return prepacked ? w_shape : ctx.input(w_input);
   }
 
   std::shared_ptr<const Int8Conv> Get(const KernelContext& ctx, const ConvGeometry& g) const {
@@ -103,11 +112,13 @@ class ConvIntegerKernel : public OpKernel {
   // x goes only to Int8Conv, whose every path runs on guarded x in conv_fast_test.
   bool ReadsOnlyInputBytes(size_t input) const override { return input == 0; }
 
+  bool ReadsConstantInRun(size_t input) const override { return weights_.ReadsInRun(input); }
+
   // Inputs: x, w, x_zero_point (optional), w_zero_point (optional).
   void Run(KernelContext& ctx) override {
     const Node& node = ctx.node();
     const Tensor& x = ctx.input(0);
-    const Tensor& w = ctx.input(1);
+    const Tensor& w = weights_.W(ctx);
     CheckInt8Input(node, x, "x");
     CheckInt8Input(node, w, "w");
     const ConvGeometry g = ResolveConvGeometry(node, attrs_, x.shape(), w.shape());
@@ -137,12 +148,14 @@ class QLinearConvKernel : public OpKernel {
   // x goes only to Int8Conv, whose every path runs on guarded x in conv_fast_test.
   bool ReadsOnlyInputBytes(size_t input) const override { return input == 0; }
 
+  bool ReadsConstantInRun(size_t input) const override { return weights_.ReadsInRun(input); }
+
   // Inputs: x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale,
   // y_zero_point, B (optional int32 bias, one per output channel).
   void Run(KernelContext& ctx) override {
     const Node& node = ctx.node();
     const Tensor& x = ctx.input(0);
-    const Tensor& w = ctx.input(3);
+    const Tensor& w = weights_.W(ctx);
     const Tensor& x_scale = ctx.input(1);
     const Tensor& w_scale = ctx.input(4);
     const Tensor& y_scale = ctx.input(6);
