@@ -316,13 +316,18 @@ const Tensor* ConstantInput(const KernelInit& init, size_t i) {
 }  // namespace
 
 MatMulBInput::MatMulBInput(const KernelInit& init, size_t index, bool a_signed)
-    : plan_(PlanGemm(ActiveIsa(), a_signed)) {
+    : index_(index), plan_(PlanGemm(ActiveIsa(), a_signed)) {
   if (const Tensor* b = ConstantInput(init, index)) {
     CheckInt8Operand(init.node, *b, "B");
     OCTET_CHECK(b->rank() >= 1, init.node.Describe(), ": input B must have rank >= 1, got ",
                 ShapeToString(b->shape()));
     constant_ = PackMatMulB(*b, plan_);
+    shape_ = Tensor::View(b->dtype(), b->shape(), nullptr);
   }
+}
+
+const Tensor& MatMulBInput::Operand(const KernelContext& ctx) const {
+  return constant_ ? shape_ : ctx.input(index_);
 }
 
 const PackedMatMulB& MatMulBInput::Get(const Node& node, const Tensor& b,

@@ -31,11 +31,12 @@ class MatMulIntegerKernel : public OpKernel {
 
   // A goes only to the int8 GEMM, whose every path runs on guarded A in gemm_test.
   bool ReadsOnlyInputBytes(size_t input) const override { return input == 0; }
+  bool ReadsConstantInRun(size_t input) const override { return b_.ReadsInRun(input); }
 
   void Run(KernelContext& ctx) override {
     const Node& node = ctx.node();
     const Tensor& a = ctx.input(0);
-    const Tensor& b = ctx.input(1);
+    const Tensor& b = b_.Operand(ctx);
     CheckInt8Operand(node, a, "A");
     const MatMulShape shape = ComputeMatMulShape(node, a.shape(), b.shape());
     std::vector<int32_t> a_zero_storage, b_zero_storage;
@@ -75,11 +76,12 @@ class QLinearMatMulKernel : public OpKernel {
   // A goes only to the int8 GEMM, whose every path runs on guarded A in
   // gemm_test; A read through a head layout is not.
   bool ReadsOnlyInputBytes(size_t input) const override { return input == 0 && a_perm_.empty(); }
+  bool ReadsConstantInRun(size_t input) const override { return b_.ReadsInRun(input); }
 
   void Run(KernelContext& ctx) override {
     const Node& node = ctx.node();
     const Tensor& a = ctx.input(0);
-    const Tensor& b = ctx.input(3);
+    const Tensor& b = b_.Operand(ctx);
     const Tensor& b_scale = ctx.input(4);
     const Tensor& y_zero_point = ctx.input(7);
     CheckInt8Operand(node, a, "A");
