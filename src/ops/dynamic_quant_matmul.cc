@@ -32,9 +32,8 @@ class IntegerToFloatMatMul {
 
   // a: uint8/int8 with per-tensor zero point a_zero (null = 0).
   void Run(KernelContext& ctx, const Tensor& a, const int32_t* a_zero, float a_scale,
-           const Tensor& b_scale, const Tensor* bias) const {
+           const Tensor& b, const Tensor& b_scale, const Tensor* bias) const {
     const Node& node = ctx.node();
-    const Tensor& b = b_.Operand(ctx);
     const MatMulShape shape = ComputeMatMulShape(node, a.shape(), b.shape());
     std::vector<int32_t> b_zero_storage;
     const MatMulZeroPoints b_zero = b_zero_.Get(ctx, b, false, b_zero_storage);
@@ -85,8 +84,8 @@ class MatMulIntegerToFloatKernel : public OpKernel {
       CheckPerTensor(node, ctx.input(4), "a_zero_point");
       a_zero = ReadZeroPoints(node, ctx.input(4), a.dtype(), "a_zero_point");
     }
-    product_.Run(ctx, a, a_zero.empty() ? nullptr : a_zero.data(), a_scale, ctx.input(3),
-                 ctx.has_input(6) ? &ctx.input(6) : nullptr);
+    product_.Run(ctx, a, a_zero.empty() ? nullptr : a_zero.data(), a_scale, ctx.input(1),
+                 ctx.input(3), ctx.has_input(6) ? &ctx.input(6) : nullptr);
   }
 
  private:
@@ -105,7 +104,7 @@ class DynamicQuantizeMatMulKernel : public OpKernel {
     Tensor a_quantized(DType::kUInt8, a.shape());
     const DynamicQuantization q =
         DynamicQuantizeToUint8(a.data<float>(), a.numel(), a_quantized.data<uint8_t>(), ctx.pool());
-    product_.Run(ctx, a_quantized, &q.zero_point, q.scale, ctx.input(2),
+    product_.Run(ctx, a_quantized, &q.zero_point, q.scale, ctx.input(1), ctx.input(2),
                  ctx.has_input(4) ? &ctx.input(4) : nullptr);
   }
 

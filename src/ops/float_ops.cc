@@ -109,26 +109,23 @@ void RunMatMul(const Tensor& a, const Tensor& b, const SgemmPacked* packed_b, co
 class MatMulKernel : public OpKernel {
  public:
   // A constant 2-D B (the usual weight) is packed once here; Run then reads
-  // only its shape, kept in a view without data.
+  // only its shape.
   explicit MatMulKernel(const KernelInit& init) {
     const Tensor* b = init.constant_inputs.size() > 1 ? init.constant_inputs[1] : nullptr;
-    if (b && b->rank() == 2 && b->dtype() == DType::kFloat32) {
+    if (b && b->rank() == 2 && b->dtype() == DType::kFloat32)
       packed_b_ = SgemmPackB(b->data<float>(), b->dim(0), b->dim(1), b->dim(1));
-      b_shape_ = Tensor::View(DType::kFloat32, b->shape(), nullptr);
-    }
   }
   bool ReadsConstantInRun(size_t input) const override { return input != 1 || !packed_b_.data; }
   void Run(KernelContext& ctx) override {
     // Every element is written.
-    RunMatMul(ctx.input(0), packed_b_.data ? b_shape_ : ctx.input(1), &packed_b_, ctx.node(),
-              ctx.pool(), [&](const Shape& shape) -> Tensor& {
+    RunMatMul(ctx.input(0), ctx.input(1), &packed_b_, ctx.node(), ctx.pool(),
+              [&](const Shape& shape) -> Tensor& {
                 return ctx.AllocateUninitializedOutput(0, DType::kFloat32, shape);
               });
   }
 
  private:
   SgemmPacked packed_b_;
-  Tensor b_shape_;  // B's dtype and shape when packed
 };
 
 // Softmax over the last axis, row by row (the rows are independent).

@@ -322,12 +322,7 @@ MatMulBInput::MatMulBInput(const KernelInit& init, size_t index, bool a_signed)
     OCTET_CHECK(b->rank() >= 1, init.node.Describe(), ": input B must have rank >= 1, got ",
                 ShapeToString(b->shape()));
     constant_ = PackMatMulB(*b, plan_);
-    shape_ = Tensor::View(b->dtype(), b->shape(), nullptr);
   }
-}
-
-const Tensor& MatMulBInput::Operand(const KernelContext& ctx) const {
-  return constant_ ? shape_ : ctx.input(index_);
 }
 
 const PackedMatMulB& MatMulBInput::Get(const Node& node, const Tensor& b,

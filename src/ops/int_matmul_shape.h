@@ -130,17 +130,14 @@ class MatMulBInput {
   // The same for a run-time B stored under a head layout (logical shape `shape`).
   const PackedMatMulB& Get(const Node& node, const Tensor& b, const Shape& shape,
                            const MatMulHeadLayout& layout, PackedMatMulB& storage) const;
-  // B as Run reads it: the input, or once packed at creation a view of its
-  // dtype and shape without data, so that the session may free B.
-  const Tensor& Operand(const KernelContext& ctx) const;
-  // OpKernel::ReadsConstantInRun for the kernel's input `input`.
+  // OpKernel::ReadsConstantInRun for the kernel's input `input`: once packed,
+  // Run reads only B's dtype and shape (the session may free its data).
   bool ReadsInRun(size_t input) const { return input != index_ || !constant_; }
 
  private:
   size_t index_;
   GemmPlan plan_;
   std::optional<PackedMatMulB> constant_;
-  Tensor shape_;  // B's dtype and shape when packed
 };
 
 // A zero point input (per tensor, per row of A or per column of B), read once

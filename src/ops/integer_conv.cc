@@ -49,7 +49,6 @@ ConvOperand ReadConvOperand(const Node& node, const Tensor& t, const Tensor* zer
 // The weights' Int8Conv: the one packed at creation, or one packed now.
 struct WeightSource {
   std::shared_ptr<const Int8Conv> prepacked;
-  Tensor w_shape;  // w's dtype and shape without its data, once packed
   size_t w_input = 0, w_zero_input = 0;
 
   // Packs at creation when w and its zero point (if given) are constant and
@@ -72,15 +71,10 @@ struct WeightSource {
     shape.kernel_h = w->rank() == 4 ? w->dim(2) : 1;
     shape.kernel_w = w->shape().back();
     prepacked = Make(init.node, shape, *w, w_zero);
-    w_shape = Tensor::View(w->dtype(), w->shape(), nullptr);
   }
 
-  // Run reads only the packed weights (the session may free w).
+  // Once packed, Run reads only w's dtype and shape (the session may free its data).
   bool ReadsInRun(size_t input) const { return input != w_input || !prepacked; }
-  // What Run checks w by: its dtype and shape.
-  const Tensor& W(const KernelContext& ctx) const {
-    return prepacked ? w_shape : ctx.input(w_input);
-  }
 
   std::shared_ptr<const Int8Conv> Get(const KernelContext& ctx, const ConvGeometry& g) const {
     if (prepacked) return prepacked;
@@ -118,7 +112,7 @@ class ConvIntegerKernel : public OpKernel {
   void Run(KernelContext& ctx) override {
     const Node& node = ctx.node();
     const Tensor& x = ctx.input(0);
-    const Tensor& w = weights_.W(ctx);
+    const Tensor& w = ctx.input(1);
     CheckInt8Input(node, x, "x");
     CheckInt8Input(node, w, "w");
     const ConvGeometry g = ResolveConvGeometry(node, attrs_, x.shape(), w.shape());
@@ -155,7 +149,7 @@ class QLinearConvKernel : public OpKernel {
   void Run(KernelContext& ctx) override {
     const Node& node = ctx.node();
     const Tensor& x = ctx.input(0);
-    const Tensor& w = weights_.W(ctx);
+    const Tensor& w = ctx.input(3);
     const Tensor& x_scale = ctx.input(1);
     const Tensor& w_scale = ctx.input(4);
     const Tensor& y_scale = ctx.input(6);

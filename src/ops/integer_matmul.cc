@@ -36,7 +36,7 @@ class MatMulIntegerKernel : public OpKernel {
   void Run(KernelContext& ctx) override {
     const Node& node = ctx.node();
     const Tensor& a = ctx.input(0);
-    const Tensor& b = b_.Operand(ctx);
+    const Tensor& b = ctx.input(1);
     CheckInt8Operand(node, a, "A");
     const MatMulShape shape = ComputeMatMulShape(node, a.shape(), b.shape());
     std::vector<int32_t> a_zero_storage, b_zero_storage;
@@ -81,7 +81,7 @@ class QLinearMatMulKernel : public OpKernel {
   void Run(KernelContext& ctx) override {
     const Node& node = ctx.node();
     const Tensor& a = ctx.input(0);
-    const Tensor& b = b_.Operand(ctx);
+    const Tensor& b = ctx.input(3);
     const Tensor& b_scale = ctx.input(4);
     const Tensor& y_zero_point = ctx.input(7);
     CheckInt8Operand(node, a, "A");

@@ -71,9 +71,10 @@ class OpKernel {
   // byte (core/tensor.cc). Declare it only for code run on guarded memory in
   // the unit tests (tests/unit/guarded_buffer.h).
   virtual bool ReadsOnlyInputBytes(size_t /*input*/) const { return false; }
-  // False when Run never reads constant input i: the kernel took what it needs
-  // from it at creation (packed weights), so the session frees the initializer
-  // when no other reader needs it. Run then finds an empty tensor there.
+  // False when Run never reads constant input i's data: the kernel took what it
+  // needs from it at creation (packed weights), so the session frees the data
+  // when no other reader needs it. Run then finds the input's dtype and shape
+  // there, with no data.
   virtual bool ReadsConstantInRun(size_t /*input*/) const { return true; }
 };
 

@@ -160,9 +160,10 @@ void InferenceSession::Impl::Prepare(const SessionOptions &options) {
   }
   for (auto &[v, t] : g.initializers) value_types[v] = t.dtype();
 
-  // Readers left to compile of each initializer, and whether one reads it in Run:
-  // one whose readers all packed it at creation (OpKernel::ReadsConstantInRun) is
-  // freed after the last, so a model's weights are not held twice.
+  // Readers left to compile of each initializer, and whether one reads its data in
+  // Run: the data of one whose readers all packed it at creation
+  // (OpKernel::ReadsConstantInRun) is freed after the last, so a model's weights are
+  // not held twice; its dtype and shape stay for Run's checks.
   std::vector<int> readers_left(g.values.size(), 0);
   std::vector<bool> read_in_run(g.values.size(), false);
   for (const Node &node : g.nodes)
@@ -208,16 +209,13 @@ void InferenceSession::Impl::Prepare(const SessionOptions &options) {
       if (in < 0 || !g.values[in].initializer) continue;
       if (kernel->ReadsConstantInRun(i)) read_in_run[in] = true;
       if (--readers_left[in] == 0 && !read_in_run[in]) {
-        g.initializers.erase(in);
-        g.values[in].initializer = nullptr;
+        Tensor &t = g.initializers.at(in);
+        t = Tensor::View(t.dtype(), t.shape(), nullptr);
         ReleaseCachedTensorMemory();  // back to the system before the next node packs
       }
     }
     compiled.push_back(CompiledNode{&node, std::move(kernel), out_types, constants});
   }
-  for (CompiledNode &c : compiled)
-    for (size_t i = 0; i < c.constants.size(); ++i)
-      if (c.constants[i] && !g.values[c.node->inputs[i]].initializer) c.constants[i] = nullptr;
 
   std::set<int> keep(g.outputs.begin(), g.outputs.end());
   for (int v : g.inputs) {
