@@ -4,7 +4,6 @@
 
 #include <array>
 #include <optional>
-#include <string>
 #include <vector>
 
 #include "core/error.h"
