@@ -98,7 +98,9 @@ constexpr int64_t kItemsPerThread = 4;
 
 const PanelKernels& KernelsFor(Isa isa) {
 #if defined(__x86_64__) || defined(_M_X64)
-  return *PickKernel(isa, "4-bit matmul", &kScalarPanels, &kAvx2Panels, &kAvx512Panels);
+  const PanelKernels* kernels =
+      PickKernel(isa, "4-bit matmul", &kScalarPanels, &kAvx2Panels, &kAvx512Panels);
+  return isa == Isa::kAvx512Vnni ? kAvx512VnniPanels : *kernels;
 #else
   return *PickKernel(isa, "4-bit matmul", &kScalarPanels, &kScalarPanels, &kScalarPanels);
 #endif

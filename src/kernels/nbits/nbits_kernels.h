@@ -82,6 +82,7 @@ extern const PanelKernels kScalarPanels;
 #if defined(__x86_64__) || defined(_M_X64)
 extern const PanelKernels kAvx2Panels;
 extern const PanelKernels kAvx512Panels;
+extern const PanelKernels kAvx512VnniPanels;
 #endif
 
 }  // namespace octet::nbits

@@ -1,0 +1,305 @@
+// The AVX-512 panels of kernels/nbits/nbits.h: a panel's 16 columns are one
+// vector, and up to kNBitsGroup panels run at once, so that a single row
+// still has several independent fma chains in flight. Written once for the
+// AVX-512BW and the AVX-512 VNNI tables (nbits_avx512.cc, nbits_avx512vnni.cc),
+// which differ in the kInt8 dot product only; internal linkage, so that each
+// file keeps the code compiled for its own instruction set.
+#pragma once
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <type_traits>
+
+#include "kernels/for_count.h"
+#include "kernels/nbits/nbits_kernels.h"
+#include "kernels/simd_avx512.h"
+
+namespace octet::nbits {
+
+namespace {
+
+using simd::Avx512;
+
+// The panels one call runs at once: enough chains to hide the fma latency,
+// few enough that the accumulators stay in registers.
+constexpr int PanelsAtOnce(int rows) { return rows <= 2 ? 4 : 2; }
+
+// How far ahead of the k step being read its group's bytes are fetched.
+constexpr int64_t kPrefetchBytes = 1024;
+
+// Prefetches `bytes` bytes from `offset` bytes past p. The address may lie past
+// the weights' end (a prefetch never faults), so it is formed as an integer.
+inline void Prefetch(const void* p, int64_t offset, int64_t bytes) {
+  const uintptr_t start = reinterpret_cast<uintptr_t>(p) + offset;
+  for (int64_t line = 0; line < bytes; line += 64)
+    _mm_prefetch(reinterpret_cast<const char*>(start + line), _MM_HINT_T0);
+}
+
+// Fetches the scales and zero codes of block b (its group's row of each).
+inline void PrefetchBlock(const PanelOperands& op, int64_t b) {
+  Prefetch(op.scales, b * op.stride * 4, op.stride * 4);
+  if (op.zero_codes) Prefetch(op.zero_codes, b * op.stride, 1);
+}
+
+// 2^23 as float bits: or-ing a value v < 2^23 into its mantissa gives the float 2^23 + v.
+constexpr int kMagic = 0x4B000000;
+// The _mm512_ternarylogic_epi32 immediate of (a & b) | c.
+constexpr int kAndOr = 0xEA;
+
+// 16 columns' bytes of one k pair (or 16 zero codes), one per int32 lane.
+inline __m512i LoadBytes(const uint8_t* p) {
+  return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+// The kFloat unpacking. kCodes: the zero points are integers, and
+// 2^23 + q - (2^23 + zp) is exactly float(q) - zp, so a code unpacks straight
+// into a float (no conversion); else float(q) - zp as written.
+template <bool kCodes>
+struct FloatCodes {
+  // The block's value subtracted from the unpacked codes.
+  static __m512 Offset(const PanelOperands& op, int64_t at) {
+    if constexpr (kCodes)
+      return _mm512_castsi512_ps(
+          _mm512_or_si512(LoadBytes(op.zero_codes + at), _mm512_set1_epi32(kMagic)));
+    else
+      return _mm512_loadu_ps(op.zero_points + at);
+  }
+  // The low and the high nibble of each lane's byte x.
+  static __m512 Low(__m512i x) {
+    const __m512i nibble = _mm512_set1_epi32(15);
+    if constexpr (kCodes)
+      return _mm512_castsi512_ps(
+          _mm512_ternarylogic_epi32(x, nibble, _mm512_set1_epi32(kMagic), kAndOr));
+    else
+      return _mm512_cvtepi32_ps(_mm512_and_si512(x, nibble));
+  }
+  static __m512 High(__m512i x) {
+    const __m512i high = _mm512_srli_epi32(x, 4);
+    if constexpr (kCodes)
+      return _mm512_castsi512_ps(_mm512_or_si512(high, _mm512_set1_epi32(kMagic)));
+    else
+      return _mm512_cvtepi32_ps(high);
+  }
+};
+
+template <int R, int P, bool kCodes>
+void FloatPanels(const PackedNBits& w, int64_t panel, const float* a, int64_t lda, float* acc) {
+  using Codes = FloatCodes<kCodes>;
+  PanelOperands op[P];
+  for (int i = 0; i < P; ++i) op[i] = OperandsOf(w, panel + i);
+  const int64_t data_stride = op[0].data_stride, stride = op[0].stride;
+  __m512 c[R][P];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int i = 0; i < P; ++i) c[r][i] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < w.k_blocks; ++b) {
+    PrefetchBlock(op[0], b + 2);
+    __m512 scale[P], offset[P];  // w = (unpacked q - offset) * scale
+#pragma GCC unroll 4
+    for (int i = 0; i < P; ++i) {
+      scale[i] = _mm512_loadu_ps(op[i].scales + b * stride);
+      offset[i] = Codes::Offset(op[i], b * stride);
+    }
+    // One k pair, or (kPair false) odd K's last k, a low nibble alone.
+    auto step = [&](int64_t k, auto pair) {
+      Prefetch(op[0].data, (k / 2) * data_stride + kPrefetchBytes, data_stride);
+#pragma GCC unroll 4
+      for (int i = 0; i < P; ++i) {
+        const __m512i x = LoadBytes(op[i].data + (k / 2) * data_stride);
+        const __m512 w0 = _mm512_mul_ps(_mm512_sub_ps(Codes::Low(x), offset[i]), scale[i]);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r)
+          c[r][i] = _mm512_fmadd_ps(_mm512_set1_ps(a[r * lda + k]), w0, c[r][i]);
+        if constexpr (decltype(pair)::value) {
+          const __m512 w1 = _mm512_mul_ps(_mm512_sub_ps(Codes::High(x), offset[i]), scale[i]);
+#pragma GCC unroll 4
+          for (int r = 0; r < R; ++r)
+            c[r][i] = _mm512_fmadd_ps(_mm512_set1_ps(a[r * lda + k + 1]), w1, c[r][i]);
+        }
+      }
+    };
+    const int64_t k1 = std::min(w.K, (b + 1) * w.block_size);
+    int64_t k = b * w.block_size;
+    for (; k + 1 < k1; k += 2) step(k, std::true_type{});
+    if (k < k1) step(k, std::false_type{});
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int i = 0; i < P; ++i) _mm512_storeu_ps(acc + r * kNBitsAccRow + i * kNBitsPanel, c[r][i]);
+}
+
+// Adds the u8 x s8 products of four bytes per int32 lane to t: vpdpbusd with
+// VNNI, else vpmaddubsw (q <= 15 and |a| <= 127: pair sums fit int16 without
+// saturating) and vpmaddwd. Both exact.
+template <bool kVnni>
+inline __m512i DotAdd(__m512i t, __m512i low, __m512i high, __m512i a_low, __m512i a_high) {
+  if constexpr (kVnni) {
+    return _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(t, low, a_low), high, a_high);
+  } else {
+    const __m512i sums16 =
+        _mm512_add_epi16(_mm512_maddubs_epi16(low, a_low), _mm512_maddubs_epi16(high, a_high));
+    return _mm512_add_epi32(t, _mm512_madd_epi16(sums16, _mm512_set1_epi16(1)));
+  }
+}
+
+template <int R, int P, bool kVnni>
+void Int8Panels(const PackedNBits& w, int64_t panel, const QuantizedRows& a, float* acc) {
+  PanelOperands op[P];
+  for (int i = 0; i < P; ++i) op[i] = OperandsOf(w, panel + i);
+  const int64_t data_stride = op[0].data_stride, stride = op[0].stride;
+  const int64_t block_octets = w.block_size / 8;
+  const __m512i nibbles = _mm512_set1_epi8(15);
+  __m512 c[R][P];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int i = 0; i < P; ++i) c[r][i] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < w.k_blocks; ++b) {
+    PrefetchBlock(op[0], b + 2);
+    __m512i t[R][P];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+      for (int i = 0; i < P; ++i) t[r][i] = _mm512_setzero_si512();
+    const int64_t o1 = std::min(w.k_steps, (b + 1) * block_octets);
+    for (int64_t o = b * block_octets; o < o1; ++o) {
+      Prefetch(op[0].data, o * data_stride + kPrefetchBytes, data_stride);
+#pragma GCC unroll 4
+      for (int i = 0; i < P; ++i) {
+        // Per int32 lane (column): q[8o..8o+3] in the low nibbles, q[8o+4..8o+7] in the high.
+        const __m512i x = _mm512_loadu_si512(op[i].data + o * data_stride);
+        const __m512i low = _mm512_and_si512(x, nibbles);
+        const __m512i high = _mm512_and_si512(_mm512_srli_epi16(x, 4), nibbles);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) {
+          const int8_t* ar = a.values + r * a.row_length + 8 * o;
+          t[r][i] = DotAdd<kVnni>(t[r][i], low, high, _mm512_set1_epi32(Int32At(ar)),
+                                  _mm512_set1_epi32(Int32At(ar + 4)));
+        }
+      }
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < P; ++i) {
+      const __m512i zero = LoadBytes(op[i].zero_codes + b * stride);
+      const __m512 scale = _mm512_loadu_ps(op[i].scales + b * stride);
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) {
+        const __m512i sum = _mm512_set1_epi32(a.sums[r * w.k_blocks + b]);
+        const __m512 sa = _mm512_set1_ps(a.scales[r * w.k_blocks + b]);
+        const __m512i dot = _mm512_sub_epi32(t[r][i], _mm512_mullo_epi32(zero, sum));
+        c[r][i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(sa, scale), c[r][i]);
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int i = 0; i < P; ++i) _mm512_storeu_ps(acc + r * kNBitsAccRow + i * kNBitsPanel, c[r][i]);
+}
+
+// Runs `panels` panels for R rows, PanelsAtOnce(R) at a time.
+template <int R>
+void FloatRows(const PackedNBits& w, int64_t panel, int panels, const float* a, int64_t lda,
+               float* acc) {
+  const bool codes = !w.zero_codes.empty();
+  for (int i = 0; i < panels;) {
+    const int n = std::min(PanelsAtOnce(R), panels - i);
+    float* out = acc + i * kNBitsPanel;
+    auto run = [&]<bool kCodes>() {
+      ForCount<PanelsAtOnce(R)>(
+          n, [&]<int N>() { FloatPanels<R, N, kCodes>(w, panel + i, a, lda, out); });
+    };
+    if (codes) {
+      run.template operator()<true>();
+    } else {
+      run.template operator()<false>();
+    }
+    i += n;
+  }
+}
+
+template <int R, bool kVnni>
+void Int8Rows(const PackedNBits& w, int64_t panel, int panels, const QuantizedRows& a, float* acc) {
+  for (int i = 0; i < panels;) {
+    const int n = std::min(PanelsAtOnce(R), panels - i);
+    float* out = acc + i * kNBitsPanel;
+    ForCount<PanelsAtOnce(R)>(n, [&]<int N>() { Int8Panels<R, N, kVnni>(w, panel + i, a, out); });
+    i += n;
+  }
+}
+
+// QuantizeBlockScalar's bits: max is exact in any order (a NaN is skipped, as
+// std::max skips it), the conversion rounds to nearest even as nearbyint does,
+// and the clamp sends NaN to 0 and +-inf to +-127.
+void QuantizeBlockAvx512(const float* a, int64_t count, int8_t* q, int32_t* sum, float* scale) {
+  const __m512 sign = _mm512_set1_ps(-0.f);
+  __m512 amax = _mm512_setzero_ps();
+  for (int64_t k = 0; k < count; k += 16) {
+    const __mmask16 lanes = Avx512::FirstLanes(static_cast<int>(std::min<int64_t>(count - k, 16)));
+    // max(x, amax) returns amax when x is NaN.
+    amax = _mm512_max_ps(_mm512_andnot_ps(sign, _mm512_maskz_loadu_ps(lanes, a + k)), amax);
+  }
+  const float block_max = _mm512_reduce_max_ps(amax);
+  const __m512 inverse = _mm512_set1_ps(block_max != 0.f ? 127.f / block_max : 0.f);
+  const __m512 low = _mm512_set1_ps(-127.f), high = _mm512_set1_ps(127.f);
+  __m512i total = _mm512_setzero_si512();
+  for (int64_t k = 0; k < count; k += 16) {
+    const __mmask16 lanes = Avx512::FirstLanes(static_cast<int>(std::min<int64_t>(count - k, 16)));
+    const __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(lanes, a + k), inverse);
+    const __mmask16 numbers = _mm512_cmp_ps_mask(v, v, _CMP_ORD_Q);
+    const __m512i r = _mm512_maskz_cvtps_epi32(numbers, _mm512_min_ps(_mm512_max_ps(v, low), high));
+    total = _mm512_add_epi32(total, r);
+    _mm512_mask_cvtepi32_storeu_epi8(q + k, lanes, r);
+  }
+  *sum = _mm512_reduce_add_epi32(total);
+  *scale = block_max / 127.f;
+}
+
+template <bool kCodes>
+void DequantizePanel(const PackedNBits& w, int64_t panel, float* out, int64_t ldb) {
+  using Codes = FloatCodes<kCodes>;
+  const PanelOperands op = OperandsOf(w, panel);
+  for (int64_t b = 0; b < w.k_blocks; ++b) {
+    const __m512 scale = _mm512_loadu_ps(op.scales + b * op.stride);
+    const __m512 offset = Codes::Offset(op, b * op.stride);
+    const int64_t k1 = std::min(w.K, (b + 1) * w.block_size);
+    for (int64_t k = b * w.block_size; k < k1; k += 2) {
+      const __m512i x = LoadBytes(op.data + (k / 2) * op.data_stride);
+      _mm512_storeu_ps(out + k * ldb, _mm512_mul_ps(_mm512_sub_ps(Codes::Low(x), offset), scale));
+      if (k + 1 < k1)
+        _mm512_storeu_ps(out + (k + 1) * ldb,
+                         _mm512_mul_ps(_mm512_sub_ps(Codes::High(x), offset), scale));
+    }
+  }
+}
+
+void DequantizePanelAvx512(const PackedNBits& w, int64_t panel, float* out, int64_t ldb) {
+  if (w.zero_codes.empty())
+    DequantizePanel<false>(w, panel, out, ldb);
+  else
+    DequantizePanel<true>(w, panel, out, ldb);
+}
+
+void FloatPanelAvx512(const PackedNBits& w, int64_t panel, int panels, int rows, const float* a,
+                      int64_t lda, float* acc) {
+  ForCount<kNBitsRows>(rows, [&]<int R>() { FloatRows<R>(w, panel, panels, a, lda, acc); });
+}
+
+template <bool kVnni>
+void Int8PanelAvx512(const PackedNBits& w, int64_t panel, int panels, int rows,
+                     const QuantizedRows& a, float* acc) {
+  ForCount<kNBitsRows>(rows, [&]<int R>() { Int8Rows<R, kVnni>(w, panel, panels, a, acc); });
+}
+
+// The table of one of the two instruction sets.
+template <bool kVnni>
+constexpr PanelKernels Avx512PanelKernels() {
+  return {FloatPanelAvx512, Int8PanelAvx512<kVnni>, QuantizeBlockAvx512, DequantizePanelAvx512};
+}
+
+}  // namespace
+
+}  // namespace octet::nbits
