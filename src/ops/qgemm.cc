@@ -94,6 +94,9 @@ class QGemmKernel : public OpKernel {
     if (b) constant_b_ = PackGemmB(init.node, *b, init.pool);
   }
 
+  // A constant B is packed at creation; Run reads its dtype and shape only.
+  bool ReadsConstantInRun(size_t input) const override { return input != kB || !constant_b_; }
+
   void Run(KernelContext& ctx) override {
     const Node& node = ctx.node();
     const Tensor& a = ctx.input(kA);
