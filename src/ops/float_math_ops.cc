@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "core/thread_pool.h"
 #include "kernels/float/broadcast.h"
@@ -188,8 +189,9 @@ class PowKernel : public OpKernel {
     Tensor& out = ctx.AllocateOutput(0, DType::kFloat32, shape);
     const float* pa = a.data<float>();
     float* po = out.data<float>();
+    const std::vector<float> exponents = Exponents(b, ctx.node());
     if (b.numel() == 1 && shape == a.shape()) {  // one exponent: a plain loop
-      const float e = Exponent(b, 0, ctx.node());
+      const float e = exponents[0];
       if (e == 2.f) {
         for (int64_t i = 0; i < out.numel(); ++i) po[i] = Square(pa[i]);
       } else {
@@ -199,7 +201,7 @@ class PowKernel : public OpKernel {
     }
     ForEachBroadcast<2>(shape, {&a.shape(), &b.shape()},
                         [&](int64_t i, const std::array<int64_t, 2>& off) {
-                          const float e = Exponent(b, off[1], ctx.node());
+                          const float e = exponents[off[1]];
                           po[i] = e == 2.f ? Square(pa[off[0]]) : std::pow(pa[off[0]], e);
                         });
   }
@@ -208,14 +210,20 @@ class PowKernel : public OpKernel {
   // x^2 is what exporters emit for variance; make it one exact multiply.
   static float Square(float x) { return x * x; }
 
-  static float Exponent(const Tensor& b, int64_t j, const Node& node) {
+  // The exponents as floats (an integer exponent converts as the cast would).
+  template <typename T>
+  static std::vector<float> AsFloats(const Tensor& b) {
+    const T* p = b.data<T>();
+    return std::vector<float>(p, p + b.numel());
+  }
+  static std::vector<float> Exponents(const Tensor& b, const Node& node) {
     switch (b.dtype()) {
       case DType::kFloat32:
-        return b.data<float>()[j];
+        return AsFloats<float>(b);
       case DType::kInt32:
-        return static_cast<float>(b.data<int32_t>()[j]);
+        return AsFloats<int32_t>(b);
       case DType::kInt64:
-        return static_cast<float>(b.data<int64_t>()[j]);
+        return AsFloats<int64_t>(b);
       default:
         Fail(node.Describe(), ": exponent dtype ", DTypeName(b.dtype()));
     }

@@ -133,6 +133,8 @@ def test_pow(a_shape, b_shape):
           initializers={"b": np.full(b_shape, 2.0, np.float32)})  # exporters' x^2: exact
     check("Pow", {"a": a, "b": rand(*b_shape, low=-2, high=2, seed=3)}, {"y": F}, 15, ULP)
     check("Pow", {"a": a}, {"y": F}, 15, ULP, initializers={"b": np.array(3, np.int64)})
+    integers = (np.arange(int(np.prod(b_shape))) % 5 - 2).reshape(b_shape).astype(np.int32)
+    check("Pow", {"a": a}, {"y": F}, 15, ULP, initializers={"b": integers})
 
 
 # ---- reductions, softmax, normalization, gemm ---------------------------------
