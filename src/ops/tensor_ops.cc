@@ -108,8 +108,8 @@ struct ByteCopy {
   const uint8_t* src;
   size_t bytes;
 };
-constexpr size_t kCopyPiece = size_t{1} << 16;
-constexpr size_t kParallelCopyBytes = size_t{1} << 18;
+constexpr size_t kCopyPiece = size_t{1} << 14;
+constexpr size_t kParallelCopyBytes = size_t{1} << 17;
 
 class ConcatKernel : public OpKernel {
  public:

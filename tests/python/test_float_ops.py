@@ -237,6 +237,20 @@ def test_concat(dtype, axis):
           {"y": helper.np_dtype_to_tensor_dtype(np.dtype(dtype))}, 13, EXACT, {"axis": axis})
 
 
+def test_concat_split_over_threads():
+    """A KV cache's Concat, large enough that the threads share the copy, is the plain
+    concatenation on every thread count."""
+    rng = np.random.default_rng(1)
+    past = rng.standard_normal((1, 3, 255, 64)).astype(np.float32)
+    new = rng.standard_normal((1, 3, 1, 64)).astype(np.float32)
+    node = helper.make_node("Concat", ["past", "new"], ["y"], axis=2)
+    model = make_model(node, {"past": past, "new": new}, {"y": F}, 13, [])
+    for threads in (1, 2, 3):
+        got = octet.InferenceSession(model.SerializeToString(), threads=threads).run(
+            None, {"past": past, "new": new})[0]
+        assert got.tobytes() == np.concatenate([past, new], axis=2).tobytes()
+
+
 CAST_TYPES = [np.float32, np.float64, np.float16, np.int8, np.uint8, np.int32, np.int64,
               np.bool_]
 
