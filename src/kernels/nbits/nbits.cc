@@ -231,12 +231,15 @@ void NBitsMatMul(const PackedNBits& w, int64_t M, const float* a, int64_t lda, c
   if (!int8 && M >= nbits::kGemmMinRows) {
     const int64_t groups = (w.panels + kNBitsGroup - 1) / kNBitsGroup;
     const SgemmPacked a_packed = SgemmPackA(a, M, w.K, lda, SgemmPathFor(isa));
-    // Work items are (group, block of rows): with few groups (a narrow product) the rows
-    // are split too, in whole panels of the packed A, so that every thread has work.
+    // Work items are (group, block of rows): the rows are split too, in whole panels of
+    // the packed A, until every thread has about kItemsPerThread items and the same
+    // number of them (the pool gives each thread one contiguous share of the items).
     const int64_t panel_rows = a_packed.panel, row_panels = (M + panel_rows - 1) / panel_rows;
     const int64_t threads = parallel ? pool->num_threads() : 1;
-    const int64_t row_blocks =
-        std::min(row_panels, (nbits::kItemsPerThread * threads + groups - 1) / groups);
+    int64_t row_blocks = 1;
+    while (row_blocks < row_panels && (groups * row_blocks < nbits::kItemsPerThread * threads ||
+                                       groups * row_blocks % threads != 0))
+      ++row_blocks;
     const int64_t panels_per_block = (row_panels + row_blocks - 1) / row_blocks;
     auto run_items = [&](int64_t item0, int64_t item1) {
       // A group's weights, dequantized straight into the GEMM's packed B when its
