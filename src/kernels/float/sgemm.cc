@@ -253,6 +253,9 @@ void Sgemm(int64_t M, int64_t N, int64_t K, const SgemmOperand& a, const SgemmOp
   // k block, shifted back to end at the matrix edge: it then recomputes a few
   // columns of the previous panel with the same chains, so the same bits are
   // stored twice, and nothing is copied.
+  // K in equal passes of at most kBlockK (576 = 3 x 192, not 256 + 256 + 64: a short
+  // last pass pays the tiles' loads and stores for few k).
+  const int64_t k_passes = (K + kBlockK - 1) / kBlockK, k_step = (K + k_passes - 1) / k_passes;
   const bool single_pass = K <= kBlockK && !parallel;
   const bool b_in_place = !b.packed && (K <= kBlockK || M <= kBlockRows);
   const bool b_shift = b_in_place && single_pass && N > nr && N % nr != 0;
@@ -270,8 +273,8 @@ void Sgemm(int64_t M, int64_t N, int64_t K, const SgemmOperand& a, const SgemmOp
                     j0 = item % col_blocks * cols_per_block;
       const int64_t i1 = std::min(m_panels, i0 + rows_per_block);
       const int64_t j1 = std::min(n_panels, j0 + cols_per_block);
-      for (int64_t pc = 0; pc < K; pc += kBlockK) {
-        const int64_t kc = std::min(kBlockK, K - pc);
+      for (int64_t pc = 0; pc < K; pc += k_step) {
+        const int64_t kc = std::min(k_step, K - pc);
         const bool accumulate = pc > 0;
         for (int64_t j = j0; j < j1; ++j) {
           const int64_t first_col = j < b_full ? std::min(j * nr, N - nr) : j * nr;
