@@ -4,25 +4,36 @@ Each round runs every binary once on the same --benchmark_filter (in turn, so a
 load burst on the shared machine hits all of them; every other round in reverse
 order); the table gives each
 benchmark's minimum CPU time per binary over the rounds and the ratio of the
-first binary's time to each other's (above 1: the other is faster).
+first binary's time to each other's (above 1: the other is faster). A binary
+may be given as a shell-like line with environment settings first, to compare
+two paths of one binary.
 
     .venv/bin/python tools/ab_bench.py --rounds 4 \\
         --filter 'BM_QLinearConv/shape:(1[1-9]|[23][0-9]|4[0-5])/threads:1$' \\
         /tmp/base/conv_bench build/gemm/conv_bench
+    .venv/bin/python tools/ab_bench.py --filter 'int8:1/cold:0' \\
+        'OCTET_ISA=avx512 build/release/nbits_bench' 'OCTET_ISA=avx512vnni build/release/nbits_bench'
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import shlex
 import subprocess
 
 
 def run_once(binary: str, bench_filter: str, min_time: str) -> dict[str, float]:
+    words = shlex.split(binary)
+    settings = {}
+    while len(words) > 1 and "=" in words[0] and not words[0].startswith(("/", ".")):
+        name, value = words.pop(0).split("=", 1)
+        settings[name] = value
     out = subprocess.run(
-        [binary, f"--benchmark_filter={bench_filter}", "--benchmark_format=json",
-         f"--benchmark_min_time={min_time}"],
-        check=True, capture_output=True, text=True).stdout
+        words + [f"--benchmark_filter={bench_filter}", "--benchmark_format=json",
+                 f"--benchmark_min_time={min_time}"],
+        check=True, capture_output=True, text=True, env={**os.environ, **settings}).stdout
     times = {}
     for bench in json.loads(out)["benchmarks"]:
         if bench.get("run_type", "iteration") != "iteration":

@@ -492,3 +492,19 @@ def test_tools_use_the_measurement_code():
         "min": 1.0, "median": 5.5, "p90": pytest.approx(9.1), "mean": 5.5}
     with pytest.raises(ValueError):
         measure.alternate({"a": engine("a")})
+
+
+def test_ab_bench_runs_each_line_with_its_settings(tmp_path):
+    """tools/ab_bench.py: a binary given with settings first runs with them (a fake
+    Google Benchmark binary reports a CPU time set by FAKE_US), and the ratio is base / other."""
+    fake = tmp_path / "fake_bench"
+    fake.write_text("#!" + sys.executable + "\n"
+                    "import json, os\n"
+                    "print(json.dumps({'benchmarks': [{'name': 'BM_X', 'run_type': 'iteration',"
+                    " 'time_unit': 'us', 'cpu_time': float(os.environ.get('FAKE_US', 7))}]}))\n")
+    fake.chmod(0o755)
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "ab_bench.py"),
+                          "--rounds", "2", "--filter", "BM_X", f"FAKE_US=30 {fake}", str(fake)],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "BM_X | 30.0 | 7.0 | 4.286" in out.stdout
