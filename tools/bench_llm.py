@@ -10,11 +10,13 @@ peak RSS of a fresh process per engine that runs one decode step. With --gguf FI
 prefill and decode through llama-cpp-python (`llama_cpp`, if installed). With --forward,
 a third engine, octet-int8: octet with float_matmul="int8" (the forward route, which gives a
 4-bit DequantizeLinear -> MatMul the accuracy level 4 arithmetic ONNX Runtime's default
-options give it; octet alone keeps the pair's float arithmetic).
+options give it; octet alone keeps the pair's float arithmetic). With --profile N, after
+each phase's rounds octet's kernel time per op type over --rounds more runs of it (the N
+op types that take the most, ms per run: OCTET_PROFILE's counters).
 
     .venv/bin/python tools/bench_llm.py build/models/smollm2-135m.cached.a8w8.onnx \\
         [MODEL...] [--threads 1,2] [--prefill 32,256] [--context 256] [--rounds 5] \\
-        [--forward] [--gguf FILE] [--rss] [--json OUT.json]
+        [--forward] [--gguf FILE] [--rss] [--profile N] [--json OUT.json]
 
 docs/benchmarks.md keeps the results per CPU class."""
 
@@ -92,6 +94,19 @@ def memory_read_rate(threads, gib=1):
     return best
 
 
+def op_profile(session, fn, runs):
+    """{op type: kernel ms per run} of `runs` calls of fn, from the session's counters."""
+    def totals():
+        return {o["op"]: o["seconds"] for o in session.profile()["ops"]}
+    session.set_profiling(True)
+    before = totals()
+    for _ in range(runs):
+        fn()
+    after = totals()
+    session.set_profiling(False)
+    return {op: 1e3 * (t - before.get(op, 0.0)) / runs for op, t in after.items()}
+
+
 def bench_model(path, threads, args):
     sessions = {engine: measure.make_session(engine, path, threads) for engine in ENGINES}
     if args.forward:
@@ -110,6 +125,12 @@ def bench_model(path, threads, args):
             rows.append({"model": os.path.basename(path), "engine": engine, "threads": threads,
                          "phase": phase, "tokens": tokens, "context": past + tokens,
                          "ms_per_token": measure.summary(walls)})
+        if args.profile:
+            ops = op_profile(sessions["octet"], fns["octet"], args.rounds)
+            top = sorted(ops.items(), key=lambda item: -item[1])[:args.profile]
+            print("octet kernel ms per run, %s %s %d, %d thread(s): %s (all ops %.2f)" % (
+                os.path.basename(path), phase, tokens, threads,
+                ", ".join("%s %.3f" % item for item in top), sum(ops.values())))
     if args.rss:
         with tempfile.TemporaryDirectory() as tmp:
             feeds_path = os.path.join(tmp, "feeds.npz")
@@ -197,6 +218,8 @@ def main():
                         help='also octet with float_matmul="int8" (engine octet-int8)')
     parser.add_argument("--gguf", metavar="FILE")
     parser.add_argument("--rss", action="store_true")
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="print octet's N op types with the most kernel time per phase")
     parser.add_argument("--json", metavar="OUT")
     args = parser.parse_args()
     args.threads = [int(t) for t in args.threads.split(",")]
