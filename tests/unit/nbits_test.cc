@@ -151,6 +151,31 @@ TEST_P(NBitsIsaTest, Int8QuantizationEdgeCases) {
                         Reference(c, NBitsArithmetic::kInt8)));
 }
 
+// The float arithmetic's scales at their edges: negative, zero, a normal scale
+// whose sixteenth is subnormal but exact, and (second case) subnormal scales whose
+// sixteenth rounds, which rule out the kernels' in-place unpacking of high codes.
+TEST_P(NBitsIsaTest, FloatScalesAtTheirEdges) {
+  for (bool rounding_sixteenths : {false, true}) {
+    for (int zero_mode : {-1, -2}) {
+      Case c = MakeCase(3, 200, 40, 32, zero_mode, true, 17);
+      for (size_t i = 0; i < c.scales.size(); ++i) {
+        if (i % 5 == 1) c.scales[i] = -c.scales[i];
+        if (i % 7 == 2) c.scales[i] = 0.f;
+        if (i % 11 == 3) c.scales[i] = std::ldexp(1.5f, -126);
+        if (rounding_sixteenths && i % 13 == 4)
+          c.scales[i] = 3 * std::numeric_limits<float>::denorm_min();
+      }
+      const PackedNBits w =
+          PackNBits(c.q.data(), c.scales.data(), c.has_zero ? c.zero.data() : nullptr, c.K, c.N,
+                    c.block_size, NBitsArithmetic::kFloat);
+      EXPECT_EQ(w.exact_sixteenth_scales, !rounding_sixteenths);
+      EXPECT_TRUE(SameBytes(RunPacked(c, NBitsArithmetic::kFloat, GetParam(), nullptr),
+                            Reference(c, NBitsArithmetic::kFloat)))
+          << rounding_sixteenths << " " << zero_mode;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Paths, NBitsIsaTest, ::testing::ValuesIn(kAllIsas),
                          [](const ::testing::TestParamInfo<Isa>& info) {
                            return std::string(IsaName(info.param));

@@ -185,6 +185,8 @@ PackedNBits PackNBits(const uint8_t* q, const float* scales, const float* zero_p
                 "[0, 15], got ",
                 zero);
   }
+  w.exact_sixteenth_scales =
+      std::all_of(scales, scales + N * w.k_blocks, [](float s) { return s / 16.f * 16.f == s; });
   w.data.assign(w.panels * w.k_steps * w.step_bytes, 0);
   const int64_t params = w.panels * w.k_blocks * kNBitsPanel;
   w.scales.assign(params, 0.f);

@@ -67,6 +67,9 @@ struct PackedNBits {
   // is an integer in [0, 15] (always so for kInt8), else zero_points (kFloat).
   std::vector<uint8_t> zero_codes;
   std::vector<float> zero_points;
+  // Every scale s has s / 16 exact (s / 16 x 16 == s: no rounding below the
+  // normal range, no NaN), which lets a kernel scale 16 (q - zp) by s / 16.
+  bool exact_sixteenth_scales = false;
 };
 
 // q: N rows of K values in [0, 15] (row n is column n of the product);

@@ -52,18 +52,40 @@ inline __m512i LoadBytes(const uint8_t* p) {
   return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 
-// The kFloat unpacking. kCodes: the zero points are integers, and
-// 2^23 + q - (2^23 + zp) is exactly float(q) - zp, so a code unpacks straight
-// into a float (no conversion); else float(q) - zp as written.
-template <bool kCodes>
+// How the kFloat kernels unpack a byte's two codes into w = (q - zp) * s.
+// kConvert: float(q) - zp as written (float zero points). kCodes: the zero
+// points are integers, and 2^23 + q - (2^23 + zp) is exactly float(q) - zp, so
+// a code unpacks straight into a float (no conversion). kCodesHighInPlace: as
+// kCodes, but the high nibble stays at bits 4-7 (no shift): 2^23 + 16 q -
+// (2^23 + 16 zp) = 16 (q - zp) exactly, times s / 16, which is exact when
+// PackedNBits::exact_sixteenth_scales, gives the bits of (q - zp) * s.
+enum class Unpack { kConvert, kCodes, kCodesHighInPlace };
+
+template <Unpack kUnpack>
 struct FloatCodes {
-  // The block's value subtracted from the unpacked codes.
+  static constexpr bool kCodes = kUnpack != Unpack::kConvert;
+  static constexpr bool kHighInPlace = kUnpack == Unpack::kCodesHighInPlace;
+  // The block's value subtracted from the unpacked low codes.
   static __m512 Offset(const PanelOperands& op, int64_t at) {
     if constexpr (kCodes)
       return _mm512_castsi512_ps(
           _mm512_or_si512(LoadBytes(op.zero_codes + at), _mm512_set1_epi32(kMagic)));
     else
       return _mm512_loadu_ps(op.zero_points + at);
+  }
+  // The same for the high codes, and the scale they take (low: the block's).
+  static __m512 HighOffset(const PanelOperands& op, int64_t at, __m512 low_offset) {
+    if constexpr (kHighInPlace)
+      return _mm512_castsi512_ps(_mm512_or_si512(
+          _mm512_slli_epi32(LoadBytes(op.zero_codes + at), 4), _mm512_set1_epi32(kMagic)));
+    else
+      return low_offset;
+  }
+  static __m512 HighScale(__m512 scale) {
+    if constexpr (kHighInPlace)
+      return _mm512_mul_ps(scale, _mm512_set1_ps(1.f / 16));
+    else
+      return scale;
   }
   // The low and the high nibble of each lane's byte x.
   static __m512 Low(__m512i x) {
@@ -75,6 +97,9 @@ struct FloatCodes {
       return _mm512_cvtepi32_ps(_mm512_and_si512(x, nibble));
   }
   static __m512 High(__m512i x) {
+    if constexpr (kHighInPlace)
+      return _mm512_castsi512_ps(
+          _mm512_ternarylogic_epi32(x, _mm512_set1_epi32(0xF0), _mm512_set1_epi32(kMagic), kAndOr));
     const __m512i high = _mm512_srli_epi32(x, 4);
     if constexpr (kCodes)
       return _mm512_castsi512_ps(_mm512_or_si512(high, _mm512_set1_epi32(kMagic)));
@@ -83,9 +108,9 @@ struct FloatCodes {
   }
 };
 
-template <int R, int P, bool kCodes>
+template <int R, int P, Unpack kUnpack>
 void FloatPanels(const PackedNBits& w, int64_t panel, const float* a, int64_t lda, float* acc) {
-  using Codes = FloatCodes<kCodes>;
+  using Codes = FloatCodes<kUnpack>;
   PanelOperands op[P];
   for (int i = 0; i < P; ++i) op[i] = OperandsOf(w, panel + i);
   const int64_t data_stride = op[0].data_stride, stride = op[0].stride;
@@ -96,11 +121,14 @@ void FloatPanels(const PackedNBits& w, int64_t panel, const float* a, int64_t ld
     for (int i = 0; i < P; ++i) c[r][i] = _mm512_setzero_ps();
   for (int64_t b = 0; b < w.k_blocks; ++b) {
     PrefetchBlock(op[0], b + 2);
-    __m512 scale[P], offset[P];  // w = (unpacked q - offset) * scale
+    // w = (unpacked q - offset) * scale, for the low and the high codes.
+    __m512 scale[P], offset[P], high_scale[P], high_offset[P];
 #pragma GCC unroll 4
     for (int i = 0; i < P; ++i) {
       scale[i] = _mm512_loadu_ps(op[i].scales + b * stride);
       offset[i] = Codes::Offset(op[i], b * stride);
+      high_scale[i] = Codes::HighScale(scale[i]);
+      high_offset[i] = Codes::HighOffset(op[i], b * stride, offset[i]);
     }
     // One k pair, or (kPair false) odd K's last k, a low nibble alone.
     auto step = [&](int64_t k, auto pair) {
@@ -113,7 +141,8 @@ void FloatPanels(const PackedNBits& w, int64_t panel, const float* a, int64_t ld
         for (int r = 0; r < R; ++r)
           c[r][i] = _mm512_fmadd_ps(_mm512_set1_ps(a[r * lda + k]), w0, c[r][i]);
         if constexpr (decltype(pair)::value) {
-          const __m512 w1 = _mm512_mul_ps(_mm512_sub_ps(Codes::High(x), offset[i]), scale[i]);
+          const __m512 w1 =
+              _mm512_mul_ps(_mm512_sub_ps(Codes::High(x), high_offset[i]), high_scale[i]);
 #pragma GCC unroll 4
           for (int r = 0; r < R; ++r)
             c[r][i] = _mm512_fmadd_ps(_mm512_set1_ps(a[r * lda + k + 1]), w1, c[r][i]);
@@ -208,14 +237,16 @@ void FloatRows(const PackedNBits& w, int64_t panel, int panels, const float* a, 
   for (int i = 0; i < panels;) {
     const int n = std::min(PanelsAtOnce(R), panels - i);
     float* out = acc + i * kNBitsPanel;
-    auto run = [&]<bool kCodes>() {
+    auto run = [&]<Unpack kUnpack>() {
       ForCount<PanelsAtOnce(R)>(
-          n, [&]<int N>() { FloatPanels<R, N, kCodes>(w, panel + i, a, lda, out); });
+          n, [&]<int N>() { FloatPanels<R, N, kUnpack>(w, panel + i, a, lda, out); });
     };
-    if (codes) {
-      run.template operator()<true>();
+    if (codes && w.exact_sixteenth_scales) {
+      run.template operator()<Unpack::kCodesHighInPlace>();
+    } else if (codes) {
+      run.template operator()<Unpack::kCodes>();
     } else {
-      run.template operator()<false>();
+      run.template operator()<Unpack::kConvert>();
     }
     i += n;
   }
@@ -258,9 +289,9 @@ void QuantizeBlockAvx512(const float* a, int64_t count, int8_t* q, int32_t* sum,
   *scale = block_max / 127.f;
 }
 
-template <bool kCodes>
+template <Unpack kUnpack>
 void DequantizePanel(const PackedNBits& w, int64_t panel, float* out, int64_t ldb) {
-  using Codes = FloatCodes<kCodes>;
+  using Codes = FloatCodes<kUnpack>;
   const PanelOperands op = OperandsOf(w, panel);
   for (int64_t b = 0; b < w.k_blocks; ++b) {
     const __m512 scale = _mm512_loadu_ps(op.scales + b * op.stride);
@@ -278,9 +309,9 @@ void DequantizePanel(const PackedNBits& w, int64_t panel, float* out, int64_t ld
 
 void DequantizePanelAvx512(const PackedNBits& w, int64_t panel, float* out, int64_t ldb) {
   if (w.zero_codes.empty())
-    DequantizePanel<false>(w, panel, out, ldb);
+    DequantizePanel<Unpack::kConvert>(w, panel, out, ldb);
   else
-    DequantizePanel<true>(w, panel, out, ldb);
+    DequantizePanel<Unpack::kCodes>(w, panel, out, ldb);
 }
 
 void FloatPanelAvx512(const PackedNBits& w, int64_t panel, int panels, int rows, const float* a,
