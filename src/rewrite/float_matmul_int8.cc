@@ -43,12 +43,14 @@ void QuantizeFloatMatMuls(Graph& g, QdqReport& report) {
     if (node.domain != kOnnxDomain || node.op_type != "MatMul" || node.inputs.size() != 2 ||
         node.outputs.size() != 1)
       continue;
-    const DType x_type = KnownDType(g, node.inputs[0]);
+    DType x_type = KnownDType(g, node.inputs[0]);
+    // MatMul's inputs share one type, so a float32 weight makes an activation whose type
+    // the model does not record (an intermediate without value_info) float32 too.
+    if (x_type == DType::kUndefined && KnownDType(g, node.inputs[1]) == DType::kFloat32)
+      x_type = DType::kFloat32;
     if (x_type != DType::kFloat32) {
       // Only a float32 product is an approximation octet offers; double stays double.
-      if (x_type != DType::kUndefined || KnownDType(g, node.inputs[1]) == DType::kFloat32)
-        report.Refuse(x_type == DType::kUndefined ? "activation_dtype_unknown" : "activation_dtype",
-                      node);
+      if (x_type != DType::kUndefined) report.Refuse("activation_dtype", node);
       continue;
     }
     const std::string why = CheckWeight(g, node.inputs[1]);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "graph_builder.h"
@@ -162,6 +163,38 @@ TEST(ForwardRoute, Int8DynamicMatMulFollowsItsDefinition) {
     }
   }
   EXPECT_NE(report.find("qdq_groups=0"), std::string::npos) << report;
+}
+
+// An activation whose type the model does not record (no value_info, as most exporters
+// write intermediates) is float32 by MatMul's type constraint when the weight is: the
+// route takes it, with the bits of the same graph with the type recorded.
+TEST(ForwardRoute, TakesActivationsOfUnrecordedType) {
+  const int64_t M = 3, K = 24, N = 7;
+  Tensor w(DType::kFloat32, {K, N});
+  for (int64_t i = 0; i < K * N; ++i) w.data<float>()[i] = std::sin(0.29f * i);
+  Tensor x(DType::kFloat32, {M, K});
+  for (int64_t i = 0; i < M * K; ++i) x.data<float>()[i] = std::cos(0.13f * i);
+  std::vector<Tensor> outputs;
+  for (bool recorded : {true, false}) {
+    GraphBuilder b;
+    Typed(b, "x", DType::kFloat32, {M, K});
+    b.g.inputs = {b.V("x")};
+    b.Add("Relu", {"x"}, "h");
+    if (recorded) b.g.values[b.V("h")].dtype = DType::kFloat32;
+    b.g.SetInitializer(b.V("w"), w);
+    b.Add("MatMul", {"h", "w"}, "y");
+    b.g.values[b.V("y")].dtype = DType::kFloat32;
+    b.g.outputs = {b.V("y")};
+    SessionOptions options;
+    options.float_matmul = FloatMatMul::kInt8;
+    std::string report;
+    options.rewrite_report = [&](const std::string& r) { report = r; };
+    auto session = InferenceSession::FromGraph(b.g, options);
+    EXPECT_EQ(report.find("refused"), std::string::npos) << report;
+    outputs.push_back(session->Run({{"x", x}})[0]);
+  }
+  ASSERT_EQ(outputs[0].nbytes(), outputs[1].nbytes());
+  EXPECT_EQ(std::memcmp(outputs[0].raw(), outputs[1].raw(), outputs[0].nbytes()), 0);
 }
 
 }  // namespace
