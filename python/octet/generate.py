@@ -40,6 +40,9 @@ attention_mask, optional position_ids, past_key_values.{i}.key/.value -> logits,
 present.{i}.key/.value), as tools/models/build_smollm2.py and build_qwen3.py write it. Its
 tokenizer is <dir>/<model name up to its first dot>.tokenizer.json unless --tokenizer names
 one. The prompt plus N tokens must fit the model's context (its `context` metadata).
+--float-matmul int8 runs the float MatMuls of constant weights on the int8 route (a 4-bit
+DequantizeLinear -> MatMul at accuracy level 4, the arithmetic ONNX Runtime's default
+options give it: faster, a little further from the float model; docs/usage.md).
 
 Exit status: 0 when it decoded, 1 when it failed, 2 on a usage error, 130 when interrupted."""
 
@@ -57,14 +60,16 @@ class Generation:
 
 
 class Generator:
-    """A decoder session and its tokenizer. threads, max_tensor_bytes: octet's session
-    options (octet.InferenceSession)."""
+    """A decoder session and its tokenizer. threads, float_matmul, max_tensor_bytes: octet's
+    session options (octet.InferenceSession)."""
 
-    def __init__(self, model, threads=1, tokenizer=None, max_tensor_bytes=None):
+    def __init__(self, model, threads=1, tokenizer=None, max_tensor_bytes=None,
+                 float_matmul="float"):
         import octet
         _command.check_model_path(model)
         options = {} if max_tensor_bytes is None else {"max_tensor_bytes": max_tensor_bytes}
-        self.session = octet.InferenceSession(model, threads=threads, **options)
+        self.session = octet.InferenceSession(model, threads=threads, float_matmul=float_matmul,
+                                              **options)
         self._layout(model)
         self.context = _context(model)
         path = tokenizer or tokenizer_path(model)
@@ -173,7 +178,7 @@ def make_parser():
     parser = _command.ArgumentParser(
         prog="octet generate", description=HELP,
         usage="octet generate MODEL --prompt TEXT [--max-tokens N] [--threads N] "
-              "[--tokenizer FILE] [--ignore-eos]",
+              "[--tokenizer FILE] [--ignore-eos] [--float-matmul {float,int8}]",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("model", metavar="MODEL")
     parser.add_argument("--prompt", required=True, metavar="TEXT")
@@ -185,6 +190,9 @@ def make_parser():
                         help="the tokenizer JSON (default: beside the model)")
     parser.add_argument("--ignore-eos", action="store_true",
                         help="keep generating past the end-of-sequence token")
+    parser.add_argument("--float-matmul", choices=("float", "int8"), default="float",
+                        help="float MatMuls of constant weights as written (default) or on "
+                             "the int8 route")
     return parser
 
 
@@ -193,7 +201,8 @@ def main(argv):
     if args.threads < 1 or args.max_tokens < 1:
         raise _command.UsageError("--threads and --max-tokens must be at least 1 "
                                   "(see octet generate --help)")
-    generator = Generator(args.model, threads=args.threads, tokenizer=args.tokenizer)
+    generator = Generator(args.model, threads=args.threads, tokenizer=args.tokenizer,
+                          float_matmul=args.float_matmul)
     progress = _command.Progress()
     shown = [0]
 

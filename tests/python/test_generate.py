@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import onnx
 import pytest
 
@@ -63,6 +64,34 @@ def test_cli_streams_text_and_prints_the_times(tiny):
     assert out.stdout == text + "\n"
 
 
+def test_float_matmul_int8_runs_the_int8_route(tiny):
+    """--float-matmul int8: the session is octet's forward route (its logits are that
+    session's, not the float run's), and the command prints what that Generator generates."""
+    import octet
+    _, paths = tiny
+    path = paths["cached", "fp32"]
+    forward = generate.Generator(path, float_matmul="int8")
+    result = forward.generate(PROMPT, 4, stop_at_eos=False)
+    feeds = {"input_ids": np.array([result.prompt_ids], np.int64),
+             "attention_mask": np.ones((1, len(result.prompt_ids)), np.int64),
+             "position_ids": np.arange(len(result.prompt_ids), dtype=np.int64)[None]}
+    feeds.update({name: np.zeros(shape, np.float32) for name, (_, shape) in forward.past.items()})
+    feeds = {k: v for k, v in feeds.items() if k in forward.inputs}
+    logits = {route: octet.InferenceSession(path, float_matmul=route).run(["logits"], feeds)[0]
+              for route in ("float", "int8")}
+    assert logits["int8"].tobytes() != logits["float"].tobytes()
+    assert int(np.argmax(logits["int8"][0, -1])) == result.ids[0]
+    cache = {name: np.zeros(shape, np.float32) for name, (_, shape) in forward.past.items()}
+    assert forward._run(result.prompt_ids, 0, cache).tobytes() == \
+        logits["int8"][0, -1].tobytes()
+    out = cli(path, "--prompt", PROMPT, "--max-tokens", 4, "--ignore-eos", "--float-matmul",
+              "int8")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == result.text + "\n"
+    out = cli(path, "--prompt", PROMPT, "--float-matmul", "int4")
+    assert out.returncode == 2 and "--float-matmul" in out.stderr
+
+
 def test_interrupt_keeps_what_was_generated(tiny):
     _, paths = tiny
     seen = []
@@ -117,5 +146,6 @@ def test_help_is_true():
     out = subprocess.run([sys.executable, "-m", "octet.cli", "generate", "--help"],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0
-    for option in ("--prompt", "--max-tokens", "--threads", "--tokenizer", "--ignore-eos"):
+    for option in ("--prompt", "--max-tokens", "--threads", "--tokenizer", "--ignore-eos",
+                   "--float-matmul"):
         assert option in out.stdout
