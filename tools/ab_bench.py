@@ -12,7 +12,8 @@ two paths of one binary.
         --filter 'BM_QLinearConv/shape:(1[1-9]|[23][0-9]|4[0-5])/threads:1$' \\
         /tmp/base/conv_bench build/gemm/conv_bench
     .venv/bin/python tools/ab_bench.py --filter 'int8:1/cold:0' \\
-        'OCTET_ISA=avx512 build/release/nbits_bench' 'OCTET_ISA=avx512vnni build/release/nbits_bench'
+        'OCTET_ISA=avx512 build/release/nbits_bench' \\
+        'OCTET_ISA=avx512vnni build/release/nbits_bench'
 """
 
 from __future__ import annotations
