@@ -245,6 +245,10 @@ void Sgemm(int64_t M, int64_t N, int64_t K, const SgemmOperand& a, const SgemmOp
   col_blocks = (n_panels + cols_per_block - 1) / cols_per_block;
   const bool parallel = Splits(pool, row_blocks * col_blocks, macs);
 
+  // K in equal passes of at most kBlockK (576 = 3 x 192, not 256 + 256 + 64: a short
+  // last pass pays the tiles' loads and stores for few k).
+  const int64_t k_passes = (K + kBlockK - 1) / kBlockK, k_step = (K + k_passes - 1) / k_passes;
+
   // Row-major operands are read in place, A up to mr rows and B nr columns at a
   // time (A: the kernel broadcasts each element, so packing would only copy it; a
   // last panel of fewer rows takes the kernel of that many rows; B: packing pays
@@ -253,9 +257,6 @@ void Sgemm(int64_t M, int64_t N, int64_t K, const SgemmOperand& a, const SgemmOp
   // k block, shifted back to end at the matrix edge: it then recomputes a few
   // columns of the previous panel with the same chains, so the same bits are
   // stored twice, and nothing is copied.
-  // K in equal passes of at most kBlockK (576 = 3 x 192, not 256 + 256 + 64: a short
-  // last pass pays the tiles' loads and stores for few k).
-  const int64_t k_passes = (K + kBlockK - 1) / kBlockK, k_step = (K + k_passes - 1) / k_passes;
   const bool single_pass = K <= kBlockK && !parallel;
   const bool b_in_place = !b.packed && (K <= kBlockK || M <= kBlockRows);
   const bool b_shift = b_in_place && single_pass && N > nr && N % nr != 0;
