@@ -108,17 +108,39 @@ struct FloatCodes {
   }
 };
 
+// The operands of panels panel..panel + P - 1 (one group's).
+template <int P>
+void GroupOperands(const PackedNBits& w, int64_t panel, PanelOperands (&op)[P]) {
+  for (int i = 0; i < P; ++i) op[i] = OperandsOf(w, panel + i);
+}
+
+// R rows x P panels of float accumulators: zeroed, and stored to acc (nbits_kernels.h).
+template <int R, int P>
+struct Accumulators {
+  __m512 c[R][P];
+  Accumulators() {
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+      for (int i = 0; i < P; ++i) c[r][i] = _mm512_setzero_ps();
+  }
+  void Store(float* acc) const {
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+      for (int i = 0; i < P; ++i)
+        _mm512_storeu_ps(acc + r * kNBitsAccRow + i * kNBitsPanel, c[r][i]);
+  }
+};
+
 template <int R, int P, Unpack kUnpack>
 void FloatPanels(const PackedNBits& w, int64_t panel, const float* a, int64_t lda, float* acc) {
   using Codes = FloatCodes<kUnpack>;
   PanelOperands op[P];
-  for (int i = 0; i < P; ++i) op[i] = OperandsOf(w, panel + i);
+  GroupOperands(w, panel, op);
   const int64_t data_stride = op[0].data_stride, stride = op[0].stride;
-  __m512 c[R][P];
-#pragma GCC unroll 4
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-    for (int i = 0; i < P; ++i) c[r][i] = _mm512_setzero_ps();
+  Accumulators<R, P> accumulators;
+  auto& c = accumulators.c;
   for (int64_t b = 0; b < w.k_blocks; ++b) {
     PrefetchBlock(op[0], b + 2);
     // w = (unpacked q - offset) * scale, for the low and the high codes.
@@ -154,10 +176,7 @@ void FloatPanels(const PackedNBits& w, int64_t panel, const float* a, int64_t ld
     for (; k + 1 < k1; k += 2) step(k, std::true_type{});
     if (k < k1) step(k, std::false_type{});
   }
-#pragma GCC unroll 4
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-    for (int i = 0; i < P; ++i) _mm512_storeu_ps(acc + r * kNBitsAccRow + i * kNBitsPanel, c[r][i]);
+  accumulators.Store(acc);
 }
 
 // Adds the u8 x s8 products of four bytes per int32 lane to t: vpdpbusd with
@@ -177,15 +196,12 @@ inline __m512i DotAdd(__m512i t, __m512i low, __m512i high, __m512i a_low, __m51
 template <int R, int P, bool kVnni>
 void Int8Panels(const PackedNBits& w, int64_t panel, const QuantizedRows& a, float* acc) {
   PanelOperands op[P];
-  for (int i = 0; i < P; ++i) op[i] = OperandsOf(w, panel + i);
+  GroupOperands(w, panel, op);
   const int64_t data_stride = op[0].data_stride, stride = op[0].stride;
   const int64_t block_octets = w.block_size / 8;
   const __m512i nibbles = _mm512_set1_epi8(15);
-  __m512 c[R][P];
-#pragma GCC unroll 4
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-    for (int i = 0; i < P; ++i) c[r][i] = _mm512_setzero_ps();
+  Accumulators<R, P> accumulators;
+  auto& c = accumulators.c;
   for (int64_t b = 0; b < w.k_blocks; ++b) {
     PrefetchBlock(op[0], b + 2);
     __m512i t[R][P];
@@ -223,10 +239,7 @@ void Int8Panels(const PackedNBits& w, int64_t panel, const QuantizedRows& a, flo
       }
     }
   }
-#pragma GCC unroll 4
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-    for (int i = 0; i < P; ++i) _mm512_storeu_ps(acc + r * kNBitsAccRow + i * kNBitsPanel, c[r][i]);
+  accumulators.Store(acc);
 }
 
 // Runs `panels` panels for R rows, PanelsAtOnce(R) at a time.
