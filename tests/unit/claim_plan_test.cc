@@ -4,6 +4,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "graph_builder.h"
@@ -115,6 +117,14 @@ TEST(PlanClaims, RegionsOffLeavesFloatNodes) {
   EXPECT_EQ(plan.unclaimed_why[5], "not_int8");
 }
 
+// A session of g on the forward route; report receives its rewrite report.
+std::unique_ptr<InferenceSession> ForwardRouteSession(const Graph& g, std::string& report) {
+  SessionOptions options;
+  options.float_matmul = FloatMatMul::kInt8;
+  options.rewrite_report = [&report](const std::string& r) { report = r; };
+  return InferenceSession::FromGraph(g, options);
+}
+
 // The forward route: y = (float(sum x_q * w_q) * s_row) * s_col with symmetric amax/127
 // scales, computed here in double-free float steps from the definition.
 TEST(ForwardRoute, Int8DynamicMatMulFollowsItsDefinition) {
@@ -128,11 +138,8 @@ TEST(ForwardRoute, Int8DynamicMatMulFollowsItsDefinition) {
   b.Add("MatMul", {"x", "w"}, "y");
   b.g.values[b.V("y")].dtype = DType::kFloat32;
   b.g.outputs = {b.V("y")};
-  SessionOptions options;
-  options.float_matmul = FloatMatMul::kInt8;
   std::string report;
-  options.rewrite_report = [&](const std::string& r) { report = r; };
-  auto session = InferenceSession::FromGraph(b.g, options);
+  auto session = ForwardRouteSession(b.g, report);
   Tensor x(DType::kFloat32, {M, K});
   for (int64_t i = 0; i < M * K; ++i) x.data<float>()[i] = std::cos(0.11f * i) * (i % 3 - 1.f);
   x.data<float>()[K] = 0;                                          // row 1 keeps some entries
@@ -185,11 +192,8 @@ TEST(ForwardRoute, TakesActivationsOfUnrecordedType) {
     b.Add("MatMul", {"h", "w"}, "y");
     b.g.values[b.V("y")].dtype = DType::kFloat32;
     b.g.outputs = {b.V("y")};
-    SessionOptions options;
-    options.float_matmul = FloatMatMul::kInt8;
     std::string report;
-    options.rewrite_report = [&](const std::string& r) { report = r; };
-    auto session = InferenceSession::FromGraph(b.g, options);
+    auto session = ForwardRouteSession(b.g, report);
     EXPECT_EQ(report.find("refused"), std::string::npos) << report;
     outputs.push_back(session->Run({{"x", x}})[0]);
   }
