@@ -149,6 +149,16 @@ class TransposeKernel : public OpKernel {
       out_shape.push_back(x.dim(axis));
       strides.push_back(in_strides[axis]);
     }
+    // A perm that moves only dims of size 1 keeps every element where it is (a decoding
+    // step's [1, 1, heads, d] -> [1, heads, 1, d]): the output shares x's bytes, as
+    // Reshape's does.
+    std::vector<int64_t> moved;
+    for (int64_t p : perm)
+      if (x.dim(node.Axis(p, rank)) != 1) moved.push_back(node.Axis(p, rank));
+    if (std::is_sorted(moved.begin(), moved.end())) {
+      ctx.SetOutput(0, x.Reshaped(out_shape));
+      return;
+    }
     Tensor& y = ctx.AllocateUninitializedOutput(0, x.dtype(), out_shape);
     StridedCopy(x.raw(), y.raw(), DTypeSize(x.dtype()), out_shape, strides, ctx.pool());
   }

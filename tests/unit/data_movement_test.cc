@@ -65,7 +65,8 @@ const DType kElementTypes[] = {DType::kUInt8, DType::kFloat16, DType::kFloat32, 
 
 TEST(StridedCopy, EveryPermutationOfRanks2To5) {
   ThreadPool two(2);
-  const Shape shapes[] = {{5, 3}, {3, 1, 7}, {2, 3, 5, 7}, {3, 1, 5, 2, 3}, {17, 33}, {19, 2, 37}};
+  const Shape shapes[] = {{5, 3},       {3, 1, 7}, {2, 3, 5, 7}, {3, 1, 5, 2, 3},
+                          {1, 4, 1, 6}, {17, 33},  {19, 2, 37}};
   for (const Shape& shape : shapes) {
     const size_t rank = shape.size();
     const std::vector<int64_t> in_strides = RowMajorStrides(shape);
