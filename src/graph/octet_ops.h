@@ -92,6 +92,13 @@ inline constexpr const char* kFloatAttentionOp = "FloatAttention";
 // Attribute mask_first=1 spells Add(mask, scores); min_rank is the lookup's.
 inline constexpr const char* kMaskedSoftmaxOp = "MaskedSoftmax";
 
+// octet.Rotary(x, cos, sin) (rewrite/float_rotary.h, ops/float_ops.cc) =
+// Add(Mul(x, cos), Mul(Concat(Neg(Slice(x, half, end)), Slice(x, 0, half), axis=-1), sin)):
+// rotary position embedding's rotate-half form, the Slices over x's last axis with step 1
+// and the integer attributes half > 0 and end >= half as their bounds (clamped to the axis
+// as Slice clamps them). Float32; x, cos, sin and the rotated x broadcast as the nodes do.
+inline constexpr const char* kRotaryOp = "Rotary";
+
 // octet.Int8DynamicMatMul(x, w, w_scale) (rewrite/float_matmul_int8.h,
 // ops/int8_dynamic_matmul.cc): the forward route for a float MatMul(x, W) with a
 // constant W [K, N]. w is W quantized per column once (int8 [K, N], symmetric,

@@ -1,6 +1,7 @@
 // Float32 operators that whole quantized models need around their integer
 // parts: MatMul, Add, Sub, Mul, Div, Relu (ONNX semantics, numpy broadcasting),
-// and the fused attention steps octet.FloatAttention and octet.MaskedSoftmax.
+// the fused attention steps octet.FloatAttention and octet.MaskedSoftmax, and
+// octet.Rotary.
 // Add/Sub/Mul/Div also take int32/int64 for exported shape arithmetic.
 #include <algorithm>
 #include <bit>
@@ -156,6 +157,79 @@ Tensor Permuted(const Tensor& x, const std::vector<int64_t>& perm, ThreadPool* p
   StridedCopy(x.raw(), y.raw(), sizeof(float), shape, strides, pool);
   return y;
 }
+
+// octet.Rotary(x, cos, sin) (graph/octet_ops.h): per row of x's last axis (length L)
+// the rotated row [-x[a, a + b), x[0, a)], a = min(half, L), b = max(min(end, L) - a, 0)
+// (the two Slices as they clamp), then x * cos + rotated * sin with the separate nodes'
+// broadcasting: the same two multiplies and add per element as the nodes.
+class RotaryKernel : public OpKernel {
+ public:
+  explicit RotaryKernel(const KernelInit& init)
+      : half_(init.node.GetInt("half", 0)), end_(init.node.GetInt("end", 0)) {}
+  void Run(KernelContext& ctx) override {
+    const Node& node = ctx.node();
+    const Tensor& x = ctx.input(0);
+    const Tensor& cos = ctx.input(1);
+    const Tensor& sin = ctx.input(2);
+    OCTET_CHECK(x.rank() >= 1, node.Describe(), ": x must have an axis to rotate, got a scalar");
+    const int64_t length = x.shape().back();
+    const int64_t low = std::min(half_, length);
+    const int64_t high = std::max<int64_t>(std::min(end_, length) - low, 0);
+    Shape rotated_shape = x.shape();
+    rotated_shape.back() = low + high;
+    auto who = [&] { return node.Describe(); };
+    const Shape out_shape = BroadcastOrFail(BroadcastOrFail(x.shape(), cos.shape(), who),
+                                            BroadcastOrFail(rotated_shape, sin.shape(), who), who);
+    Tensor& out = ctx.AllocateUninitializedOutput(0, DType::kFloat32, out_shape);
+    if (out.numel() == 0) return;
+    // Rows are the shapes with their last dim set to 1; along a row an operand of
+    // last dim 1 repeats its one element.
+    auto rows_of = [](const Shape& s) {
+      Shape rows = s.empty() ? Shape{1} : s;
+      rows.back() = 1;
+      return rows;
+    };
+    const Shape out_rows = rows_of(out_shape);
+    const std::vector<int64_t> x_strides = BroadcastStrides(rows_of(x.shape()), out_rows);
+    const std::vector<int64_t> cos_strides = BroadcastStrides(rows_of(cos.shape()), out_rows);
+    const std::vector<int64_t> sin_strides = BroadcastStrides(rows_of(sin.shape()), out_rows);
+    auto last = [](const Tensor& t) { return t.rank() == 0 ? int64_t{1} : t.shape().back(); };
+    const int64_t width = out_shape.back(), rotated_length = low + high;
+    const int64_t cos_length = last(cos), sin_length = last(sin);
+    const int64_t x_step = length == 1 ? 0 : 1, rotated_step = rotated_length == 1 ? 0 : 1;
+    const int64_t cos_step = cos_length == 1 ? 0 : 1, sin_step = sin_length == 1 ? 0 : 1;
+    const float* px = x.data<float>();
+    const float* pc = cos.data<float>();
+    const float* ps = sin.data<float>();
+    float* po = out.data<float>();
+    const int64_t rows = out.numel() / width;
+    vmath::ParallelForWork(ctx.pool(), rows, out.numel() * 4, [&](int64_t begin, int64_t end) {
+      std::vector<float> rotated(rotated_length);
+      for (int64_t row = begin; row < end; ++row) {
+        int64_t x_row = 0, cos_row = 0, sin_row = 0;
+        for (int64_t d = static_cast<int64_t>(out_rows.size()) - 1, rest = row; d >= 0; --d) {
+          const int64_t i = rest % out_rows[d];
+          rest /= out_rows[d];
+          x_row += i * x_strides[d], cos_row += i * cos_strides[d], sin_row += i * sin_strides[d];
+        }
+        const float* xr = px + x_row * length;
+        for (int64_t j = 0; j < high; ++j) rotated[j] = -xr[low + j];
+        for (int64_t j = 0; j < low; ++j) rotated[high + j] = xr[j];
+        const float* cr = pc + cos_row * cos_length;
+        const float* sr = ps + sin_row * sin_length;
+        float* yr = po + row * width;
+        for (int64_t j = 0; j < width; ++j) {
+          const float a = xr[j * x_step] * cr[j * cos_step];
+          const float b = rotated[j * rotated_step] * sr[j * sin_step];
+          yr[j] = a + b;
+        }
+      }
+    });
+  }
+
+ private:
+  int64_t half_, end_;
+};
 
 // octet.FloatAttention(q, k_t, divisor, mask, v) =
 //   MatMul(Softmax(Add(Div(MatMul(q, k_t), divisor), mask), axis=-1), v),
@@ -747,6 +821,10 @@ void RegisterFloatOps(KernelRegistry& r) {
        [](const Node& n, const std::vector<DType>& t) { return t.size() == 5 && AllFloat32(n, t); },
        Float32Output,
        [](const KernelInit& init) { return std::make_unique<FloatAttentionKernel>(init); }});
+  r.Register(
+      {kOctetDomain, kRotaryOp, 1, 1 << 30,
+       [](const Node& n, const std::vector<DType>& t) { return t.size() == 3 && AllFloat32(n, t); },
+       Float32Output, [](const KernelInit& init) { return std::make_unique<RotaryKernel>(init); }});
   r.Register({kOctetDomain, kMaskedSoftmaxOp, 1, 1 << 30,
               [](const Node&, const std::vector<DType>& t) {
                 const bool byte_x = t.size() > 1 && (t[0] == DType::kUInt8 || t[0] == DType::kInt8);

@@ -37,13 +37,6 @@ const std::vector<int64_t> kHeadsOut = {0, 2, 1, 3}, kKeysOut = {0, 2, 3, 1};
 // k_t from keys [batch, heads, sequence, size] (decoders).
 const std::vector<int64_t> kKeysTransposed = {0, 1, 3, 2};
 
-// The int64 entries of a constant value, or none.
-std::optional<std::vector<int64_t>> ConstantInts(const Graph& g, int value) {
-  const Tensor* t = value >= 0 ? ConstantValue(g, value) : nullptr;
-  if (!t || t->dtype() != DType::kInt64 || t->rank() > 1) return std::nullopt;
-  return std::vector<int64_t>(t->data<int64_t>(), t->data<int64_t>() + t->numel());
-}
-
 // Grouped-query attention's repeat_kv, Reshape(Expand(Unsqueeze(x, [2]), [1, 1, g, 1, 1]),
 // [0, heads, -1, size]) with constant shapes, each value read by the next node alone.
 struct RepeatKv {

@@ -7,27 +7,6 @@
 
 namespace octet {
 
-namespace {
-
-bool IsOnnxOp(const Node& n, const char* op) {
-  return n.domain == kOnnxDomain && n.op_type == op && n.inputs.size() == 2;
-}
-
-// The other input of binary node n when one input is `value`, else -1.
-int OtherInput(const Node& n, int value) {
-  if (n.inputs.size() != 2) return -1;
-  if (n.inputs[0] == value) return n.inputs[1];
-  if (n.inputs[1] == value) return n.inputs[0];
-  return -1;
-}
-
-bool IsFloatConstant(const Graph& g, int value, float expected) {
-  const Tensor* t = ConstantValue(g, value);
-  return t && t->dtype() == DType::kFloat32 && t->numel() == 1 && t->data<float>()[0] == expected;
-}
-
-}  // namespace
-
 void FuseFloatGelu(Graph& g, QdqReport& report) {
   constexpr float kSqrtHalf = 0.70710678118654752f;
   const std::vector<std::vector<int>> consumers = ConsumersOf(g);
@@ -40,7 +19,7 @@ void FuseFloatGelu(Graph& g, QdqReport& report) {
     // Erf's input: Mul(x, 1/sqrt(2)).
     const int scaled = erf.inputs[0];
     const int scale_node = scaled >= 0 ? g.values[scaled].producer : -1;
-    if (scale_node < 0 || !IsOnnxOp(g.nodes[scale_node], "Mul") ||
+    if (scale_node < 0 || !IsOnnxBinary(g.nodes[scale_node], "Mul") ||
         SoleConsumer(g, consumers, scaled) != static_cast<int>(n))
       continue;
     const Node& scale = g.nodes[scale_node];
@@ -50,24 +29,24 @@ void FuseFloatGelu(Graph& g, QdqReport& report) {
     if (x < 0) continue;
     // Add(e, 1).
     const int add = SoleConsumer(g, consumers, erf.outputs[0]);
-    if (add < 0 || !IsOnnxOp(g.nodes[add], "Add") ||
+    if (add < 0 || !IsOnnxBinary(g.nodes[add], "Add") ||
         !IsFloatConstant(g, OtherInput(g.nodes[add], erf.outputs[0]), 1.f))
       continue;
     const int one_plus = g.nodes[add].outputs[0];
     // Then x and 0.5, in either order: Mul(Mul(x, one_plus), 0.5) or Mul(Mul(x, 0.5), one_plus).
     const int mul = SoleConsumer(g, consumers, one_plus);
-    if (mul < 0 || !IsOnnxOp(g.nodes[mul], "Mul")) continue;
+    if (mul < 0 || !IsOnnxBinary(g.nodes[mul], "Mul")) continue;
     const int partner = OtherInput(g.nodes[mul], one_plus);
     int last = -1;
     int half_node = -1;
     if (partner == x) {
       last = SoleConsumer(g, consumers, g.nodes[mul].outputs[0]);
-      if (last < 0 || !IsOnnxOp(g.nodes[last], "Mul") ||
+      if (last < 0 || !IsOnnxBinary(g.nodes[last], "Mul") ||
           !IsFloatConstant(g, OtherInput(g.nodes[last], g.nodes[mul].outputs[0]), 0.5f))
         continue;
     } else {
       half_node = partner >= 0 ? g.values[partner].producer : -1;
-      if (half_node < 0 || !IsOnnxOp(g.nodes[half_node], "Mul") ||
+      if (half_node < 0 || !IsOnnxBinary(g.nodes[half_node], "Mul") ||
           SoleConsumer(g, consumers, partner) != mul || OtherInput(g.nodes[half_node], x) < 0 ||
           !IsFloatConstant(g, OtherInput(g.nodes[half_node], x), 0.5f))
         continue;

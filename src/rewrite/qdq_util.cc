@@ -15,6 +15,80 @@ const Tensor* ConstantValue(const Graph& g, int value) {
   return value < 0 ? nullptr : g.values[value].initializer;
 }
 
+std::optional<std::vector<int64_t>> ConstantInts(const Graph& g, int value) {
+  const Tensor* t = ConstantValue(g, value);
+  if (t == nullptr || t->rank() > 1) return std::nullopt;
+  std::vector<int64_t> v(static_cast<size_t>(t->numel()));
+  for (int64_t i = 0; i < t->numel(); ++i) {
+    if (t->dtype() == DType::kInt64)
+      v[i] = t->data<int64_t>()[i];
+    else if (t->dtype() == DType::kInt32)
+      v[i] = t->data<int32_t>()[i];
+    else
+      return std::nullopt;
+  }
+  return v;
+}
+
+bool IsFloatConstant(const Graph& g, int value, float expected) {
+  const Tensor* t = ConstantValue(g, value);
+  return t && t->dtype() == DType::kFloat32 && t->numel() == 1 && t->data<float>()[0] == expected;
+}
+
+bool IsOnnxBinary(const Node& n, const char* op) {
+  return n.domain == kOnnxDomain && n.op_type == op && n.inputs.size() == 2;
+}
+
+int OtherInput(const Node& n, int value) {
+  if (n.inputs.size() != 2) return -1;
+  if (n.inputs[0] == value) return n.inputs[1];
+  if (n.inputs[1] == value) return n.inputs[0];
+  return -1;
+}
+
+int64_t KnownRank(const Graph& g, int value) {
+  const auto& shape = g.values[value].shape;
+  return shape ? static_cast<int64_t>(shape->size()) : -1;
+}
+
+std::optional<SliceParams> ReadSlice(const Graph& g, const Node& n, int64_t rank) {
+  if (n.domain != kOnnxDomain || n.op_type != "Slice" || n.opset < 10 || n.inputs.size() < 3 ||
+      n.inputs.size() > 5)
+    return std::nullopt;
+  const auto starts = ConstantInts(g, n.inputs[1]);
+  const auto ends = ConstantInts(g, n.inputs[2]);
+  if (!starts || !ends || ends->size() != starts->size()) return std::nullopt;
+  SliceParams p{*starts, *ends, {}, {}};
+  const int axes_input = InputAt(n, 3), steps_input = InputAt(n, 4);
+  if (axes_input >= 0) {
+    const auto axes = ConstantInts(g, axes_input);
+    if (!axes) return std::nullopt;
+    p.axes = *axes;
+  } else {
+    for (size_t i = 0; i < p.starts.size(); ++i) p.axes.push_back(static_cast<int64_t>(i));
+  }
+  if (steps_input >= 0) {
+    const auto steps = ConstantInts(g, steps_input);
+    if (!steps) return std::nullopt;
+    p.steps = *steps;
+  } else {
+    p.steps.assign(p.starts.size(), 1);
+  }
+  if (p.axes.size() != p.starts.size() || p.steps.size() != p.starts.size()) return std::nullopt;
+  if (rank >= 0) {
+    for (int64_t& a : p.axes) {
+      const std::optional<int64_t> axis = NormalizeAxis(a, rank);
+      if (!axis) return std::nullopt;
+      a = *axis;
+    }
+  }
+  if (std::count(p.steps.begin(), p.steps.end(), 0) > 0) return std::nullopt;
+  std::vector<int64_t> sorted = p.axes;
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) return std::nullopt;
+  return p;
+}
+
 DType KnownDType(const Graph& g, int value) {
   const Value& v = g.values[value];
   if (v.initializer) return v.initializer->dtype();

@@ -20,6 +20,26 @@ bool IsQuantizeNode(const Node& n);
 
 int InputAt(const Node& n, size_t i);  // -1 when omitted
 const Tensor* ConstantValue(const Graph& g, int value);
+// The entries of a constant int64 or int32 tensor of rank <= 1, else nullopt.
+std::optional<std::vector<int64_t>> ConstantInts(const Graph& g, int value);
+// Whether `value` is a constant float32 tensor of one element equal to `expected`.
+bool IsFloatConstant(const Graph& g, int value, float expected);
+// Whether n is the ai.onnx binary operator `op` (two inputs).
+bool IsOnnxBinary(const Node& n, const char* op);
+// The other input of binary node n when one input is `value`, else -1.
+int OtherInput(const Node& n, int value);
+// The rank of a value when the graph records its shape, else -1.
+int64_t KnownRank(const Graph& g, int value);
+
+// A Slice's constant parameters with axes normalized and steps filled in.
+struct SliceParams {
+  std::vector<int64_t> starts, ends, axes, steps;
+};
+// The parameters of an ai.onnx Slice (opset >= 10: inputs) whose starts, ends,
+// axes and steps are constants, its axes normalized against `rank` (unknown:
+// -1, then the axes stay as written, negative ones too); nullopt otherwise, and
+// for a step of 0 or a repeated axis (the kernel reports those).
+std::optional<SliceParams> ReadSlice(const Graph& g, const Node& n, int64_t rank);
 
 // The dtype of a value as far as the graph says without running kernels
 // (kUndefined when it does not).

@@ -9,6 +9,8 @@
 #include "rewrite/float_attention.h"
 #include "rewrite/float_gelu.h"
 #include "rewrite/float_matmul_int8.h"
+#include "rewrite/float_rms_norm.h"
+#include "rewrite/float_rotary.h"
 #include "rewrite/int8_attention.h"
 #include "rewrite/integer_matmul_float.h"
 #include "rewrite/qdq_activation.h"
@@ -53,6 +55,8 @@ QdqReport RunQdqPasses(Graph& graph, const NodeEvaluator& evaluate) {
   FuseQdqBinary(graph, report, ort_uint8_values);
   FoldMatMulIntegerToFloat(graph, report);
   FuseFloatGelu(graph, report);
+  FuseFloatRmsNorm(graph, report);
+  FuseFloatRotary(graph, report);
   FuseFloatAttention(graph, report);
   MergeSliceChains(graph, report);
   // OCTET_QDQ_LOOKUP=0: the control for the lookup tables alone (every other pass runs).

@@ -144,6 +144,24 @@ def test_octet_runs_the_float_model_like_ort(tiny, form):
                                atol=1e-4)
 
 
+@pytest.mark.parametrize("form", decoder.FORMS)
+def test_octet_fused_float_decoder_has_the_graphs_bits(tiny, form, monkeypatch):
+    """Every pass a float decoder meets (attention, RMS normalization, rotary embedding)
+    promises the bits of the nodes it replaces: the whole model, passes on and off."""
+    cfg, paths = tiny
+    listing = subprocess.run([sys.executable, "-m", "octet.cli", "inspect", paths[form, "fp32"]],
+                             capture_output=True, text=True, check=True).stdout
+    # Per layer: the two norms, the q and k norms and two rotations; and the final norm.
+    assert listing.count("-> ai.onnx.RMSNormalization") == 4 * cfg.layers + 1
+    assert listing.count("-> octet.Rotary") == 2 * cfg.layers
+    runs = {}
+    for passes in ("on", "off"):
+        monkeypatch.setenv("OCTET_QDQ", "1" if passes == "on" else "0")
+        ours = llm_accuracy.Decoder(octet_session(paths[form, "fp32"]), paths[form, "fp32"])
+        runs[passes] = ours.logits(SEQUENCES[2], 3)
+    np.testing.assert_array_equal(runs["on"].view(np.uint32), runs["off"].view(np.uint32))
+
+
 @pytest.mark.parametrize("variant", quantize_llm.VARIANTS)
 def test_octet_runs_the_quantized_forms_near_the_float_model(tiny, variant):
     cfg, paths = tiny
