@@ -539,16 +539,8 @@ class RmsNormKernel : public OpKernel {
     const float* px = x.data<float>();
     float* py = y.data<float>();
     vmath::ParallelForWork(ctx.pool(), rows, x.numel() * 4, [&](int64_t begin, int64_t end) {
-      // Four rows' sums at once, so that their additions overlap (each row's in order).
-      constexpr int64_t kRows = 4;
-      for (int64_t r = begin; r < end; r += kRows) {
-        const int64_t count = std::min(kRows, end - r);
-        double sums[kRows] = {0, 0, 0, 0};
-        for (int64_t i = 0; i < size; ++i)
-          for (int64_t k = 0; k < count; ++k) {
-            const float v = px[(r + k) * size + i];
-            sums[k] += static_cast<double>(v * v);
-          }
+      // Rows r.. r + count - 1 from their sums of squares.
+      auto normalize = [&](int64_t r, int64_t count, const double* sums) {
         for (int64_t k = 0; k < count; ++k) {
           const float mean = static_cast<float>(sums[k] / static_cast<double>(size));
           const float inverse = 1.f / std::sqrt(mean + epsilon_);
@@ -556,6 +548,25 @@ class RmsNormKernel : public OpKernel {
           float* yr = py + (r + k) * size;
           for (int64_t i = 0; i < size; ++i) yr[i] = (xr[i] * inverse) * ps[i];
         }
+      };
+      // Eight rows' sums at once, so that their additions overlap (each row's in order).
+      constexpr int64_t kRows = 8;
+      int64_t r = begin;
+      for (; r + kRows <= end; r += kRows) {
+        double sums[kRows] = {};
+        for (int64_t i = 0; i < size; ++i)
+#pragma GCC unroll 8
+          for (int64_t k = 0; k < kRows; ++k) {
+            const float v = px[(r + k) * size + i];
+            sums[k] += static_cast<double>(v * v);
+          }
+        normalize(r, kRows, sums);
+      }
+      for (; r < end; ++r) {
+        double sum = 0;
+        for (int64_t i = 0; i < size; ++i)
+          sum += static_cast<double>(px[r * size + i] * px[r * size + i]);
+        normalize(r, 1, &sum);
       }
     });
   }

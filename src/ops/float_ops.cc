@@ -205,12 +205,25 @@ class RotaryKernel : public OpKernel {
     const int64_t rows = out.numel() / width;
     vmath::ParallelForWork(ctx.pool(), rows, out.numel() * 4, [&](int64_t begin, int64_t end) {
       std::vector<float> rotated(rotated_length);
+      // The operands' rows of output row `begin`, then an odometer over the row dims.
+      const int64_t dims = static_cast<int64_t>(out_rows.size());
+      std::vector<int64_t> index(dims);
+      int64_t x_row = 0, cos_row = 0, sin_row = 0;
+      for (int64_t d = dims - 1, rest = begin; d >= 0; --d) {
+        index[d] = rest % out_rows[d];
+        rest /= out_rows[d];
+        x_row += index[d] * x_strides[d], cos_row += index[d] * cos_strides[d];
+        sin_row += index[d] * sin_strides[d];
+      }
       for (int64_t row = begin; row < end; ++row) {
-        int64_t x_row = 0, cos_row = 0, sin_row = 0;
-        for (int64_t d = static_cast<int64_t>(out_rows.size()) - 1, rest = row; d >= 0; --d) {
-          const int64_t i = rest % out_rows[d];
-          rest /= out_rows[d];
-          x_row += i * x_strides[d], cos_row += i * cos_strides[d], sin_row += i * sin_strides[d];
+        if (row > begin) {
+          for (int64_t d = dims - 1; d >= 0; --d) {
+            x_row += x_strides[d], cos_row += cos_strides[d], sin_row += sin_strides[d];
+            if (++index[d] < out_rows[d]) break;
+            x_row -= x_strides[d] * out_rows[d], cos_row -= cos_strides[d] * out_rows[d];
+            sin_row -= sin_strides[d] * out_rows[d];
+            index[d] = 0;
+          }
         }
         const float* xr = px + x_row * length;
         for (int64_t j = 0; j < high; ++j) rotated[j] = -xr[low + j];
@@ -218,6 +231,11 @@ class RotaryKernel : public OpKernel {
         const float* cr = pc + cos_row * cos_length;
         const float* sr = ps + sin_row * sin_length;
         float* yr = po + row * width;
+        if (x_step && rotated_step && cos_step && sin_step) {  // the decoders' case: one loop
+          const float* rr = rotated.data();
+          for (int64_t j = 0; j < width; ++j) yr[j] = xr[j] * cr[j] + rr[j] * sr[j];
+          continue;
+        }
         for (int64_t j = 0; j < width; ++j) {
           const float a = xr[j * x_step] * cr[j * cos_step];
           const float b = rotated[j * rotated_step] * sr[j * sin_step];
@@ -392,8 +410,8 @@ class FloatAttentionKernel : public OpKernel {
       const Tensor values = kv_repeat_ ? RepeatKv(v, v_size_, node, pool) : v;
       OCTET_CHECK(keys.rank() == 4, node.Describe(), ": k must have rank 4, got shape ",
                   ShapeToString(keys.shape()));
-      ctx.SetOutput(0, Steps(q, Permuted(keys, {0, 1, 3, 2}, pool), factor, mask, values, node,
-                             pool));
+      ctx.SetOutput(0,
+                    Steps(q, Permuted(keys, {0, 1, 3, 2}, pool), factor, mask, values, node, pool));
       return;
     }
     Tensor& out = ctx.AllocateUninitializedOutput(0, DType::kFloat32, {batch, heads, m, dv});
