@@ -7,6 +7,7 @@
 #include <bit>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -372,13 +373,17 @@ class FloatAttentionKernel : public OpKernel {
   // each the separate node's operation.
   void ScaleMaskSoftmax(float* row, int64_t n, const float* scale, const float* mask_row,
                         int mask_step) const {
+    ScaleMask(row, n, scale, mask_row, mask_step);
+    vmath::SoftmaxRow(row, row, n);
+  }
+  void ScaleMask(float* row, int64_t n, const float* scale, const float* mask_row,
+                 int mask_step) const {
     vmath::Binary(scale_op_, row, 1, scale, 0, row, n);
     if (mask_first_) {
       vmath::Binary(BinaryOp::kAdd, mask_row, mask_step, row, 1, row, n);
     } else {
       vmath::Binary(BinaryOp::kAdd, row, 1, mask_row, mask_step, row, n);
     }
-    vmath::SoftmaxRow(row, row, n);
   }
 
   // The decoder form (keys_rows): each (sequence, key and value head) entry start to end
@@ -431,11 +436,21 @@ class FloatAttentionKernel : public OpKernel {
     const int64_t rows = heads_per_entry * m, entry_count = batch * heads / heads_per_entry;
     auto entries = [&](int64_t begin, int64_t end) {
       std::vector<float> scores(rows * n);
+      std::vector<int64_t> kept;
       for (int64_t entry = begin; entry < end; ++entry) {
         const int64_t first_head = entry * heads_per_entry % heads;
         const int64_t b = entry * heads_per_entry / heads, kv = b * kv_heads + first_head / group;
         const int64_t first_row = (b * heads + first_head) * m;
         const SgemmPacked k_packed = SgemmPackBTransposed(pk + kv * n * d, d, n, d);
+        if (heads_per_entry == 1 && mask_step == 1) {
+          const float* mask_head = pm + b * mask_strides[0] + first_head * mask_strides[1];
+          if (KeptPrefixes(pq + first_row * d, pk + kv * n * d, pv + kv * n * dv, mask_head,
+                           mask_strides[2], m, n, d, dv, *factor_value, kept)) {
+            RunMaskedTail(m, n, d, dv, pq + first_row * d, k_packed, pv + kv * n * dv, mask_head,
+                          mask_strides[2], factor_value, kept, scores.data(), po + first_row * dv);
+            continue;
+          }
+        }
         Sgemm(rows, n, d, SgemmOperand::RowMajor(pq + first_row * d, d),
               SgemmOperand::Packed(k_packed), scores.data(), n, nullptr);
         for (int64_t h = first_head; h < first_head + heads_per_entry; ++h) {
@@ -453,6 +468,81 @@ class FloatAttentionKernel : public OpKernel {
       pool->ParallelFor(entry_count, entries);
     } else {
       entries(0, entry_count);
+    }
+  }
+
+  // A mask value at or below kMasked hides its key: whatever the score, its exp is
+  // 0 in the row's softmax as long as |score| <= kScoreBound and some key of the row
+  // has a mask value above kKept (then e^(masked - max) underflows far past -104).
+  static constexpr float kMasked = -1e30f, kKept = -1e29f;
+  static constexpr double kScoreBound = 1e28;
+
+  // For one query head's m rows of the decoder form: kept[i] = the keys row i must
+  // compute, all keys past it being hidden by the mask (a causal mask hides the
+  // future). False when skipping them could change a bit: a q, k or v value that is
+  // not finite, scores that could reach kScoreBound, or no hidden key at all.
+  bool KeptPrefixes(const float* q, const float* k, const float* v, const float* mask,
+                    int64_t mask_row_stride, int64_t m, int64_t n, int64_t d, int64_t dv,
+                    float factor, std::vector<int64_t>& kept) const {
+    kept.assign(m, n);
+    bool any_hidden = false;
+    for (int64_t i = 0; i < m; ++i) {
+      const float* row = mask + i * mask_row_stride;
+      int64_t j = n;
+      while (j > 0 && row[j - 1] <= kMasked) --j;
+      // The last kept key must lie above kKept (NaN counts as kept).
+      if (j > 0 && j < n && !(row[j - 1] <= kKept)) kept[i] = j, any_hidden = true;
+    }
+    if (!any_hidden) return false;
+    const uint32_t q_max = MaxAbsBits(q, m * d), k_max = MaxAbsBits(k, n * d);
+    if (q_max >= kNonFiniteBits || k_max >= kNonFiniteBits ||
+        MaxAbsBits(v, n * dv) >= kNonFiniteBits || !std::isfinite(factor))
+      return false;
+    // |q . k| <= d max|q| max|k| with room for the chain's rounding; then the scale.
+    const double scale = scale_op_ == BinaryOp::kMul ? std::fabs(factor) : 1.0 / std::fabs(factor);
+    const double bound = 4.0 * static_cast<double>(d) * std::bit_cast<float>(q_max) *
+                         std::bit_cast<float>(k_max) * scale;
+    return bound < kScoreBound;
+  }
+
+  // The bits of |x| as an integer, largest over n values: non-negative floats order
+  // as their bits do, and an infinity or NaN gives kNonFiniteBits or more.
+  static constexpr uint32_t kNonFiniteBits = 0x7F800000u;
+  static uint32_t MaxAbsBits(const float* x, int64_t n) {
+    int32_t largest = 0;
+    for (int64_t i = 0; i < n; ++i)
+      largest = std::max(largest, std::bit_cast<int32_t>(x[i]) & 0x7FFFFFFF);
+    return static_cast<uint32_t>(largest);
+  }
+
+  // One query head (m rows) of the decoder form where KeptPrefixes holds: each block
+  // of rows computes the keys up to its longest kept prefix; the rest of each row is
+  // -inf before the softmax (exp 0, as the hidden scores give) and no product reads
+  // them (a probability of 0 times a finite value adds nothing to a chain). The
+  // kept scores take the same chains and steps as the full rows.
+  void RunMaskedTail(int64_t m, int64_t n, int64_t d, int64_t dv, const float* q,
+                     const SgemmPacked& k_packed, const float* v, const float* mask,
+                     int64_t mask_row_stride, const float* factor, const std::vector<int64_t>& kept,
+                     float* scores, float* out) const {
+    constexpr int64_t kBlockRows = 48;
+    for (int64_t r0 = 0; r0 < m; r0 += kBlockRows) {
+      const int64_t r1 = std::min(m, r0 + kBlockRows);
+      const int64_t width = *std::max_element(kept.begin() + r0, kept.begin() + r1);
+      SgemmPacked keys = k_packed;  // its first `width` columns: panels do not depend on N
+      keys.rows = width;
+      Sgemm(r1 - r0, width, d, SgemmOperand::RowMajor(q + r0 * d, d), SgemmOperand::Packed(keys),
+            scores + r0 * n, n, nullptr);
+      for (int64_t i = r0; i < r1; ++i) {
+        float* row = scores + i * n;
+        ScaleMask(row, width, factor, mask + i * mask_row_stride, 1);
+        // The full row's softmax would add keys at -inf: neutral to SoftmaxRow's lane
+        // maxima, and each exp +0, neutral to its lane sums (or, when the max is NaN,
+        // the NaN every lane already holds). So the first `width` values are the full
+        // row's, and nothing reads the rest.
+        vmath::SoftmaxRow(row, row, width);
+      }
+      Sgemm(r1 - r0, dv, width, SgemmOperand::RowMajor(scores + r0 * n, n),
+            SgemmOperand::RowMajor(v, dv), out + r0 * dv, dv, nullptr);
     }
   }
 

@@ -93,7 +93,7 @@ def test_float_attention_fusion(form, fused, monkeypatch, tmp_path):
 KV, T, G = 2, 17, 3  # key/value heads, keys (past + new), query heads per key head
 
 
-def decoder_model(form):
+def decoder_model(form, keys=T):
     """Attention as tools/models/decoder.py writes it: q [1, KV*G, S, D], k and v
     [1, KV, T, D] (the present KV cache), repeat_kv, Transpose, Mul by the scale, a mask
     [1, 1, S, T]."""
@@ -122,8 +122,8 @@ def decoder_model(form):
     f = lambda name, shape: helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)  # noqa
     graph = helper.make_graph(
         nodes, "decoder_attention",
-        [f("q", [1, heads, "s", D]), f("k", [1, KV, T, D]), f("v", [1, KV, T, D]),
-         f("mask", [1, 1, "s", T])], [f("y", None)], inits)
+        [f("q", [1, heads, "s", D]), f("k", [1, KV, keys, D]), f("v", [1, KV, keys, D]),
+         f("mask", [1, 1, "s", keys])], [f("y", None)], inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)],
                              ir_version=10).SerializeToString()
 
@@ -148,6 +148,46 @@ def test_decoder_attention_fusion(form, queries, monkeypatch, tmp_path):
     theirs = ort.InferenceSession(m, providers=["CPUExecutionProvider"]).run(None, feeds)
     for ours in fused_runs_equal_to_unfused(m, feeds, monkeypatch):
         np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("case", ["causal_min", "causal_inf", "left_padded", "barely_kept",
+                                  "masked_at_threshold", "kept_mask_inf_nan", "q_inf", "k_nan",
+                                  "v_inf_hidden", "scores_too_large"])
+def test_decoder_attention_skips_hidden_keys_exactly(case, monkeypatch):
+    """A prefill of many query rows computes each block of rows only up to its last key
+    the mask keeps (a causal mask hides the rest). The bits must stay those of the nodes:
+    with -inf or float32-min masks, hidden keys at the start too, a last kept key whose
+    mask value is barely above the hidden ones, kept mask values that make a row NaN, and
+    q, k or v values that force every key to be computed (an infinity, a NaN, scores near
+    overflow)."""
+    queries, keys = 60, 69  # two blocks of rows, the second partial; 9 past keys
+    m = decoder_model("repeat", keys)
+    rng = np.random.default_rng(len(case))
+    q = rng.standard_normal((1, KV * G, queries, D)).astype(np.float32)
+    k = rng.standard_normal((1, KV, keys, D)).astype(np.float32)
+    v = rng.standard_normal((1, KV, keys, D)).astype(np.float32)
+    hidden = np.float32(-np.inf if case == "causal_inf" else np.finfo(np.float32).min)
+    mask = np.triu(np.full((queries, keys), hidden, np.float32), keys - queries + 1)
+    if case == "left_padded":
+        mask[:, :3] = hidden
+    if case == "barely_kept":  # the last kept key of row 30 at -5e29: that row is not cut
+        mask[30, keys - queries + 30] = -5e29
+    if case == "masked_at_threshold":
+        mask[40:, -1] = -1e30
+    if case == "kept_mask_inf_nan":  # rows of NaN, whose hidden keys are NaN too
+        mask[20, 5], mask[21, 3], mask[22, keys - queries + 22] = np.inf, np.nan, np.nan
+    if case == "q_inf":
+        q[0, 1, 7, 3] = np.inf
+    if case == "k_nan":
+        k[0, 0, 2, 5] = np.nan
+    if case == "v_inf_hidden":  # a hidden key's value: 0 x inf is NaN in the full product
+        v[0, 1, keys - 1, 0] = np.inf
+    if case == "scores_too_large":
+        q *= np.float32(1e14)
+        k *= np.float32(1e14)
+    feeds = {"q": q, "k": k, "v": v, "mask": mask[None, None]}
+    for _ in fused_runs_equal_to_unfused(m, feeds, monkeypatch):
+        pass
 
 
 def test_decoder_attention_needs_the_repeat_constants(monkeypatch, tmp_path):
