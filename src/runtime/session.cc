@@ -33,6 +33,25 @@ struct CompiledNode {
   std::vector<const Tensor *> constants;
 };
 
+// The records a node's run reads first: its node, kernel and the arrays they hold.
+void PrefetchRecords(const CompiledNode &c) {
+  __builtin_prefetch(c.node);
+  __builtin_prefetch(c.kernel.get());
+  __builtin_prefetch(c.constants.data());
+  __builtin_prefetch(c.output_types.data());
+}
+
+// Then what those records point to: the node's input and output ids, the values it
+// reads, and the list of values released after it.
+void PrefetchInputs(const CompiledNode &c, const std::vector<Tensor> &slots,
+                    const std::vector<int> &released) {
+  __builtin_prefetch(c.node->inputs.data());
+  __builtin_prefetch(c.node->outputs.data());
+  for (int in : c.node->inputs)
+    if (in >= 0) __builtin_prefetch(&slots[in]);
+  __builtin_prefetch(released.data());
+}
+
 TensorInfo MakeInfo(const Value &v) {
   TensorInfo info{v.name, v.dtype, {}, v.shape.has_value()};
   if (v.shape) info.shape = *v.shape;
@@ -337,6 +356,11 @@ std::vector<Tensor> InferenceSession::Impl::Run(
   };
   for (size_t n = 0; n < compiled.size(); ++n) {
     const CompiledNode &c = compiled[n];
+    // A decoding step streams its weights through the caches, which drops the next
+    // nodes' run-time records from them: fetch those while this kernel runs.
+    if (n + 4 < compiled.size()) __builtin_prefetch(&compiled[n + 4]);
+    if (n + 2 < compiled.size()) PrefetchRecords(compiled[n + 2]);
+    if (n + 1 < compiled.size()) PrefetchInputs(compiled[n + 1], slots, release_after[n + 1]);
     std::vector<const Tensor *> inputs(c.constants);
     for (size_t i = 0; i < inputs.size(); ++i) {
       const int in = c.node->inputs[i];
