@@ -462,21 +462,36 @@ const float* ExpandedRow(const Tensor& t, const Shape& norm_shape, std::vector<f
   return storage.data();
 }
 
-class LayerNormKernel : public OpKernel {
- public:
-  explicit LayerNormKernel(const KernelInit& init)
+// What LayerNormalization and RMSNormalization share: attributes axis and epsilon
+// (stash_type 1 only), and the normalized dims [axis, rank) with Scale checked on them.
+class NormKernel : public OpKernel {
+ protected:
+  explicit NormKernel(const KernelInit& init)
       : axis_(init.node.GetInt("axis", -1)), epsilon_(init.node.GetFloat("epsilon", 1e-5f)) {
     OCTET_CHECK(init.node.GetInt("stash_type", 1) == 1, init.node.Describe(),
                 ": only stash_type 1 (float) is supported");
   }
+  Shape NormShape(const KernelContext& ctx) const {
+    const Tensor& x = ctx.input(0);
+    const int64_t axis = ctx.node().Axis(axis_, static_cast<int64_t>(x.rank()));
+    const Shape norm_shape(x.shape().begin() + axis, x.shape().end());
+    CheckNormParam(ctx.node(), ctx.input(1), "Scale", norm_shape);
+    return norm_shape;
+  }
+  int64_t axis_;
+  float epsilon_;
+};
+
+class LayerNormKernel : public NormKernel {
+ public:
+  explicit LayerNormKernel(const KernelInit& init) : NormKernel(init) {}
   void Run(KernelContext& ctx) override {
     const Node& node = ctx.node();
     const Tensor& x = ctx.input(0);
     const Tensor& scale = ctx.input(1);
     const int64_t rank = static_cast<int64_t>(x.rank());
-    const int64_t axis = node.Axis(axis_, rank);
-    const Shape norm_shape(x.shape().begin() + axis, x.shape().end());
-    CheckNormParam(node, scale, "Scale", norm_shape);
+    const Shape norm_shape = NormShape(ctx);
+    const int64_t axis = rank - static_cast<int64_t>(norm_shape.size());
     const bool has_bias = ctx.has_input(2);
     if (has_bias) CheckNormParam(node, ctx.input(2), "B", norm_shape);
     // Scale and B as rows of the normalized size (expanded when they broadcast).
@@ -506,10 +521,6 @@ class LayerNormKernel : public OpKernel {
       }
     });
   }
-
- private:
-  int64_t axis_;
-  float epsilon_;
 };
 
 // RMSNormalization (opset 23) as its function body's nodes run in octet: Pow(x, 2) (one
@@ -517,20 +528,13 @@ class LayerNormKernel : public OpKernel {
 // index, divided in double), Add(epsilon), Sqrt, Reciprocal (1 / r), Mul(x, .), Mul(.,
 // Scale), each rounded to float where the node rounds: rewrite/float_rms_norm.h puts it in
 // place of those nodes without changing a bit.
-class RmsNormKernel : public OpKernel {
+class RmsNormKernel : public NormKernel {
  public:
-  explicit RmsNormKernel(const KernelInit& init)
-      : axis_(init.node.GetInt("axis", -1)), epsilon_(init.node.GetFloat("epsilon", 1e-5f)) {
-    OCTET_CHECK(init.node.GetInt("stash_type", 1) == 1, init.node.Describe(),
-                ": only stash_type 1 (float) is supported");
-  }
+  explicit RmsNormKernel(const KernelInit& init) : NormKernel(init) {}
   void Run(KernelContext& ctx) override {
-    const Node& node = ctx.node();
     const Tensor& x = ctx.input(0);
     const Tensor& scale = ctx.input(1);
-    const int64_t axis = node.Axis(axis_, static_cast<int64_t>(x.rank()));
-    const Shape norm_shape(x.shape().begin() + axis, x.shape().end());
-    CheckNormParam(node, scale, "Scale", norm_shape);
+    const Shape norm_shape = NormShape(ctx);
     const int64_t size = NumElements(norm_shape);
     std::vector<float> scale_row;
     const float* ps = ExpandedRow(scale, norm_shape, scale_row);
@@ -570,10 +574,6 @@ class RmsNormKernel : public OpKernel {
       }
     });
   }
-
- private:
-  int64_t axis_;
-  float epsilon_;
 };
 
 // ---- Gemm ---------------------------------------------------------------------
