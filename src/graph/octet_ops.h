@@ -99,6 +99,11 @@ inline constexpr const char* kMaskedSoftmaxOp = "MaskedSoftmax";
 // as Slice clamps them). Float32; x, cos, sin and the rotated x broadcast as the nodes do.
 inline constexpr const char* kRotaryOp = "Rotary";
 
+// octet.GatedSilu(gate, up) (rewrite/float_silu.h, ops/float_ops.cc) =
+// Mul(Mul(gate, Sigmoid(gate)), up): the SiLU-gated product of decoder MLPs. Float32;
+// gate and up broadcast as the outer Mul does.
+inline constexpr const char* kGatedSiluOp = "GatedSilu";
+
 // octet.Int8DynamicMatMul(x, w, w_scale) (rewrite/float_matmul_int8.h,
 // ops/int8_dynamic_matmul.cc): the forward route for a float MatMul(x, W) with a
 // constant W [K, N]. w is W quantized per column once (int8 [K, N], symmetric,

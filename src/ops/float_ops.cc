@@ -1,7 +1,7 @@
 // Float32 operators that whole quantized models need around their integer
 // parts: MatMul, Add, Sub, Mul, Div, Relu (ONNX semantics, numpy broadcasting),
-// the fused attention steps octet.FloatAttention and octet.MaskedSoftmax, and
-// octet.Rotary.
+// the fused attention steps octet.FloatAttention and octet.MaskedSoftmax,
+// octet.Rotary and octet.GatedSilu.
 // Add/Sub/Mul/Div also take int32/int64 for exported shape arithmetic.
 #include <algorithm>
 #include <bit>
@@ -248,6 +248,42 @@ class RotaryKernel : public OpKernel {
 
  private:
   int64_t half_, end_;
+};
+
+// octet.GatedSilu(gate, up) (graph/octet_ops.h) = Mul(Mul(gate, Sigmoid(gate)), up):
+// the Sigmoid node's vmath::Logistic and the Muls' correctly rounded products, a piece
+// of the tensor at a time when gate and up have one shape, else as the three nodes.
+class GatedSiluKernel : public OpKernel {
+ public:
+  explicit GatedSiluKernel(const KernelInit&) {}
+  void Run(KernelContext& ctx) override {
+    const Tensor& gate = ctx.input(0);
+    const Tensor& up = ctx.input(1);
+    const float* pg = gate.data<float>();
+    if (gate.shape() != up.shape()) {
+      Tensor silu = Tensor::Uninitialized(DType::kFloat32, gate.shape());
+      vmath::Logistic(pg, silu.data<float>(), gate.numel());
+      vmath::Binary(BinaryOp::kMul, pg, 1, silu.data<float>(), 1, silu.data<float>(), gate.numel());
+      const Shape shape =
+          BroadcastOrFail(gate.shape(), up.shape(), [&] { return ctx.node().Describe(); });
+      BinaryFloat32(BinaryOp::kMul, silu, up,
+                    ctx.AllocateUninitializedOutput(0, DType::kFloat32, shape), ctx.pool());
+      return;
+    }
+    Tensor& out = ctx.AllocateUninitializedOutput(0, DType::kFloat32, gate.shape());
+    const float* pu = up.data<float>();
+    float* po = out.data<float>();
+    constexpr int64_t kPiece = 4096;  // floats: the piece stays in L1 between the steps
+    const int64_t pieces = (out.numel() + kPiece - 1) / kPiece;
+    vmath::ParallelForWork(ctx.pool(), pieces, out.numel() * 8, [&](int64_t begin, int64_t end) {
+      for (int64_t piece = begin; piece < end; ++piece) {
+        const int64_t at = piece * kPiece, n = std::min(kPiece, out.numel() - at);
+        vmath::Logistic(pg + at, po + at, n);
+        vmath::Binary(BinaryOp::kMul, pg + at, 1, po + at, 1, po + at, n);
+        vmath::Binary(BinaryOp::kMul, po + at, 1, pu + at, 1, po + at, n);
+      }
+    });
+  }
 };
 
 // octet.FloatAttention(q, k_t, divisor, mask, v) =
@@ -933,6 +969,11 @@ void RegisterFloatOps(KernelRegistry& r) {
       {kOctetDomain, kRotaryOp, 1, 1 << 30,
        [](const Node& n, const std::vector<DType>& t) { return t.size() == 3 && AllFloat32(n, t); },
        Float32Output, [](const KernelInit& init) { return std::make_unique<RotaryKernel>(init); }});
+  r.Register(
+      {kOctetDomain, kGatedSiluOp, 1, 1 << 30,
+       [](const Node& n, const std::vector<DType>& t) { return t.size() == 2 && AllFloat32(n, t); },
+       Float32Output,
+       [](const KernelInit& init) { return std::make_unique<GatedSiluKernel>(init); }});
   r.Register({kOctetDomain, kMaskedSoftmaxOp, 1, 1 << 30,
               [](const Node&, const std::vector<DType>& t) {
                 const bool byte_x = t.size() > 1 && (t[0] == DType::kUInt8 || t[0] == DType::kInt8);

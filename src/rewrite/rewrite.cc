@@ -11,6 +11,7 @@
 #include "rewrite/float_matmul_int8.h"
 #include "rewrite/float_rms_norm.h"
 #include "rewrite/float_rotary.h"
+#include "rewrite/float_silu.h"
 #include "rewrite/int8_attention.h"
 #include "rewrite/integer_matmul_float.h"
 #include "rewrite/qdq_activation.h"
@@ -57,6 +58,7 @@ QdqReport RunQdqPasses(Graph& graph, const NodeEvaluator& evaluate) {
   FuseFloatGelu(graph, report);
   FuseFloatRmsNorm(graph, report);
   FuseFloatRotary(graph, report);
+  FuseFloatGatedSilu(graph, report);
   FuseFloatAttention(graph, report);
   MergeSliceChains(graph, report);
   // OCTET_QDQ_LOOKUP=0: the control for the lookup tables alone (every other pass runs).

@@ -146,14 +146,16 @@ def test_octet_runs_the_float_model_like_ort(tiny, form):
 
 @pytest.mark.parametrize("form", decoder.FORMS)
 def test_octet_fused_float_decoder_has_the_graphs_bits(tiny, form, monkeypatch):
-    """Every pass a float decoder meets (attention, RMS normalization, rotary embedding)
-    promises the bits of the nodes it replaces: the whole model, passes on and off."""
+    """Every pass a float decoder meets (attention, RMS normalization, rotary embedding,
+    the SiLU gate) promises the bits of the nodes it replaces: the whole model, passes on
+    and off."""
     cfg, paths = tiny
     listing = subprocess.run([sys.executable, "-m", "octet.cli", "inspect", paths[form, "fp32"]],
                              capture_output=True, text=True, check=True).stdout
     # Per layer: the two norms, the q and k norms and two rotations; and the final norm.
     assert listing.count("-> ai.onnx.RMSNormalization") == 4 * cfg.layers + 1
     assert listing.count("-> octet.Rotary") == 2 * cfg.layers
+    assert listing.count("-> octet.GatedSilu") == cfg.layers
     runs = {}
     for passes in ("on", "off"):
         monkeypatch.setenv("OCTET_QDQ", "1" if passes == "on" else "0")
