@@ -472,7 +472,7 @@ class FloatAttentionKernel : public OpKernel {
     const int64_t rows = heads_per_entry * m, entry_count = batch * heads / heads_per_entry;
     auto entries = [&](int64_t begin, int64_t end) {
       std::vector<float> scores(rows * n);
-      std::vector<int64_t> kept;
+      HiddenKeys hidden;
       for (int64_t entry = begin; entry < end; ++entry) {
         const int64_t first_head = entry * heads_per_entry % heads;
         const int64_t b = entry * heads_per_entry / heads, kv = b * kv_heads + first_head / group;
@@ -480,10 +480,11 @@ class FloatAttentionKernel : public OpKernel {
         const SgemmPacked k_packed = SgemmPackBTransposed(pk + kv * n * d, d, n, d);
         if (heads_per_entry == 1 && mask_step == 1) {
           const float* mask_head = pm + b * mask_strides[0] + first_head * mask_strides[1];
-          if (KeptPrefixes(pq + first_row * d, pk + kv * n * d, pv + kv * n * dv, mask_head,
-                           mask_strides[2], m, n, d, dv, *factor_value, kept)) {
+          if (SkipsHiddenKeys(hidden, pq + first_row * d, kv, pk + kv * n * d, pv + kv * n * dv,
+                              mask_head, mask_strides[2], m, n, d, dv, *factor_value)) {
             RunMaskedTail(m, n, d, dv, pq + first_row * d, k_packed, pv + kv * n * dv, mask_head,
-                          mask_strides[2], factor_value, kept, scores.data(), po + first_row * dv);
+                          mask_strides[2], factor_value, hidden.kept, scores.data(),
+                          po + first_row * dv);
             continue;
           }
         }
@@ -513,31 +514,53 @@ class FloatAttentionKernel : public OpKernel {
   static constexpr float kMasked = -1e30f, kKept = -1e29f;
   static constexpr double kScoreBound = 1e28;
 
-  // For one query head's m rows of the decoder form: kept[i] = the keys row i must
-  // compute, all keys past it being hidden by the mask (a causal mask hides the
-  // future). False when skipping them could change a bit: a q, k or v value that is
-  // not finite, scores that could reach kScoreBound, or no hidden key at all.
-  bool KeptPrefixes(const float* q, const float* k, const float* v, const float* mask,
-                    int64_t mask_row_stride, int64_t m, int64_t n, int64_t d, int64_t dv,
-                    float factor, std::vector<int64_t>& kept) const {
-    kept.assign(m, n);
+  // What one thread's entries have found of the hidden keys so far: the kept prefixes of
+  // the last mask rows read (a sequence's heads share one mask) and whether the last key
+  // and value head is finite, with its largest |k| (its query heads are consecutive
+  // entries), so that each is found once per run rather than once per query head.
+  struct HiddenKeys {
+    const float* mask = nullptr;
     bool any_hidden = false;
-    for (int64_t i = 0; i < m; ++i) {
-      const float* row = mask + i * mask_row_stride;
-      int64_t j = n;
-      while (j > 0 && row[j - 1] <= kMasked) --j;
-      // The last kept key must lie above kKept (NaN counts as kept).
-      if (j > 0 && j < n && !(row[j - 1] <= kKept)) kept[i] = j, any_hidden = true;
+    std::vector<int64_t> kept;  // per row: the keys it must compute
+    int64_t kv = -1;
+    uint32_t k_max = 0;
+    bool v_finite = false;
+  };
+
+  // For one query head's m rows of the decoder form (its key and value head kv): true,
+  // with hidden.kept[i] the keys row i must compute, all keys past it being hidden by
+  // the mask (a causal mask hides the future). False when skipping them could change a
+  // bit: a q, k or v value that is not finite, scores that could reach kScoreBound, or
+  // no hidden key at all.
+  bool SkipsHiddenKeys(HiddenKeys& hidden, const float* q, int64_t kv, const float* k,
+                       const float* v, const float* mask, int64_t mask_row_stride, int64_t m,
+                       int64_t n, int64_t d, int64_t dv, float factor) const {
+    if (hidden.mask != mask) {
+      hidden.mask = mask;
+      hidden.kept.assign(m, n);
+      hidden.any_hidden = false;
+      for (int64_t i = 0; i < m; ++i) {
+        const float* row = mask + i * mask_row_stride;
+        int64_t j = n;
+        while (j > 0 && row[j - 1] <= kMasked) --j;
+        // The last kept key must lie above kKept (NaN counts as kept).
+        if (j > 0 && j < n && !(row[j - 1] <= kKept)) hidden.kept[i] = j, hidden.any_hidden = true;
+      }
     }
-    if (!any_hidden) return false;
-    const uint32_t q_max = MaxAbsBits(q, m * d), k_max = MaxAbsBits(k, n * d);
-    if (q_max >= kNonFiniteBits || k_max >= kNonFiniteBits ||
-        MaxAbsBits(v, n * dv) >= kNonFiniteBits || !std::isfinite(factor))
+    if (!hidden.any_hidden) return false;
+    if (hidden.kv != kv) {
+      hidden.kv = kv;
+      hidden.k_max = MaxAbsBits(k, n * d);
+      hidden.v_finite = MaxAbsBits(v, n * dv) < kNonFiniteBits;
+    }
+    const uint32_t q_max = MaxAbsBits(q, m * d);
+    if (q_max >= kNonFiniteBits || hidden.k_max >= kNonFiniteBits || !hidden.v_finite ||
+        !std::isfinite(factor))
       return false;
     // |q . k| <= d max|q| max|k| with room for the chain's rounding; then the scale.
     const double scale = scale_op_ == BinaryOp::kMul ? std::fabs(factor) : 1.0 / std::fabs(factor);
     const double bound = 4.0 * static_cast<double>(d) * std::bit_cast<float>(q_max) *
-                         std::bit_cast<float>(k_max) * scale;
+                         std::bit_cast<float>(hidden.k_max) * scale;
     return bound < kScoreBound;
   }
 
@@ -551,7 +574,7 @@ class FloatAttentionKernel : public OpKernel {
     return static_cast<uint32_t>(largest);
   }
 
-  // One query head (m rows) of the decoder form where KeptPrefixes holds: each block
+  // One query head (m rows) of the decoder form where SkipsHiddenKeys holds: each block
   // of rows computes the keys up to its longest kept prefix; the rest of each row is
   // -inf before the softmax (exp 0, as the hidden scores give) and no product reads
   // them (a probability of 0 times a finite value adds nothing to a chain). The
