@@ -89,10 +89,10 @@ void FuseFloatRmsNorm(Graph& g, QdqReport& report) {
     int reciprocal = next_unary(root_value, "Reciprocal");
     if (reciprocal < 0) {
       reciprocal = next_binary(root_value, "Div");
-      if (reciprocal < 0 || g.nodes[reciprocal].inputs[1] != root_value ||
-          !FloatScalar(g, g.nodes[reciprocal].inputs[0]) ||
-          !IsFloatConstant(g, g.nodes[reciprocal].inputs[0], 1.f))
-        continue;
+      const Tensor* one = reciprocal >= 0 && g.nodes[reciprocal].inputs[1] == root_value
+                              ? FloatScalar(g, g.nodes[reciprocal].inputs[0])
+                              : nullptr;
+      if (!one || one->data<float>()[0] != 1.f) continue;
     }
     const int inverse = g.nodes[reciprocal].outputs[0];
     const int normalize = next_binary(inverse, "Mul");
