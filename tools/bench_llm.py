@@ -95,16 +95,19 @@ def memory_read_rate(threads, gib=1):
 
 
 def op_profile(session, fn, runs):
-    """{op type: kernel ms per run} of `runs` calls of fn, from the session's counters."""
+    """{op type: (kernel ms, nodes run) per run} of `runs` calls of fn, from the session's
+    counters."""
     def totals():
-        return {o["op"]: o["seconds"] for o in session.profile()["ops"]}
+        return {o["op"]: (o["seconds"], o["calls"]) for o in session.profile()["ops"]}
     session.set_profiling(True)
     before = totals()
     for _ in range(runs):
         fn()
     after = totals()
     session.set_profiling(False)
-    return {op: 1e3 * (t - before.get(op, 0.0)) / runs for op, t in after.items()}
+    return {op: (1e3 * (t - before.get(op, (0.0, 0))[0]) / runs,
+                 (calls - before.get(op, (0.0, 0))[1]) / runs)
+            for op, (t, calls) in after.items()}
 
 
 def bench_model(path, threads, args):
@@ -127,10 +130,12 @@ def bench_model(path, threads, args):
                          "ms_per_token": measure.summary(walls)})
         if args.profile:
             ops = op_profile(sessions["octet"], fns["octet"], args.rounds)
-            top = sorted(ops.items(), key=lambda item: -item[1])[:args.profile]
-            print("octet kernel ms per run, %s %s %d, %d thread(s): %s (all ops %.2f)" % (
-                os.path.basename(path), phase, tokens, threads,
-                ", ".join("%s %.3f" % item for item in top), sum(ops.values())))
+            top = sorted(ops.items(), key=lambda item: -item[1][0])[:args.profile]
+            print("octet kernel ms per run, %s %s %d, %d thread(s): %s (all ops %.2f ms, "
+                  "%d nodes run)" % (
+                      os.path.basename(path), phase, tokens, threads,
+                      ", ".join("%s %.3f" % (op, ms) for op, (ms, _) in top),
+                      sum(ms for ms, _ in ops.values()), sum(c for _, c in ops.values())))
     if args.rss:
         with tempfile.TemporaryDirectory() as tmp:
             feeds_path = os.path.join(tmp, "feeds.npz")
@@ -219,7 +224,8 @@ def main():
     parser.add_argument("--gguf", metavar="FILE")
     parser.add_argument("--rss", action="store_true")
     parser.add_argument("--profile", type=int, default=0, metavar="N",
-                        help="print octet's N op types with the most kernel time per phase")
+                        help="print octet's N op types with the most kernel time per phase, "
+                             "and the nodes run per step")
     parser.add_argument("--json", metavar="OUT")
     args = parser.parse_args()
     args.threads = [int(t) for t in args.threads.split(",")]

@@ -511,24 +511,27 @@ def test_ab_bench_runs_each_line_with_its_settings(tmp_path):
 
 
 def test_bench_llm_profile_counts_only_its_own_runs():
-    """tools/bench_llm.py --profile: per-op ms per run from the session's cumulative counters,
-    less what they held before (a fake session adds 2 ms of op A per run)."""
+    """tools/bench_llm.py --profile: per-op ms and nodes per run from the session's
+    cumulative counters, less what they held before (a fake session adds 2 ms and 3 runs of
+    op A per run)."""
     import bench_llm
 
     class FakeSession:
-        seconds, profiling = 5.0, None
+        seconds, calls, profiling = 5.0, 7, None
 
         def set_profiling(self, on):
             self.profiling = on
 
         def profile(self):
-            return {"runs": 0, "ops": [{"op": "A", "seconds": self.seconds, "calls": 1}]}
+            return {"runs": 0, "ops": [{"op": "A", "seconds": self.seconds,
+                                        "calls": self.calls}]}
 
     session = FakeSession()
 
     def run():
         assert session.profiling
         session.seconds += 0.002
+        session.calls += 3
     got = bench_llm.op_profile(session, run, 4)
     assert session.profiling is False
-    assert list(got) == ["A"] and abs(got["A"] - 2.0) < 1e-9
+    assert list(got) == ["A"] and abs(got["A"][0] - 2.0) < 1e-9 and got["A"][1] == 3
