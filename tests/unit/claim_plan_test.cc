@@ -196,9 +196,12 @@ TEST(ForwardRoute, TakesActivationsOfUnrecordedType) {
     auto session = ForwardRouteSession(b.g, report);
     EXPECT_EQ(report.find("refused"), std::string::npos) << report;
     outputs.push_back(session->Run({{"x", x}})[0]);
+    // The float product of the same graph, to show the route ran instead.
+    if (!recorded) outputs.push_back(InferenceSession::FromGraph(b.g, {})->Run({{"x", x}})[0]);
   }
   ASSERT_EQ(outputs[0].nbytes(), outputs[1].nbytes());
   EXPECT_EQ(std::memcmp(outputs[0].raw(), outputs[1].raw(), outputs[0].nbytes()), 0);
+  EXPECT_NE(std::memcmp(outputs[1].raw(), outputs[2].raw(), outputs[1].nbytes()), 0);
 }
 
 }  // namespace
