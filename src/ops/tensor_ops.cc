@@ -799,8 +799,8 @@ class ArgExtremumKernel : public OpKernel {
           int64_t best = 0;
           for (int64_t k = 1; k < v.extent; ++k) {
             const T a = row[k * v.inner], b = row[best * v.inner];
-            const bool take = select_last_ ? (largest_ ? a >= b : a <= b)
-                                           : (largest_ ? a > b : a < b);
+            const bool take =
+                select_last_ ? (largest_ ? a >= b : a <= b) : (largest_ ? a > b : a < b);
             if (take) best = k;
           }
           po[o * v.inner + i] = best;
@@ -838,8 +838,8 @@ class TopKKernel : public OpKernel {
     const int64_t rank = static_cast<int64_t>(x.rank());
     OCTET_CHECK(rank > 0, node.Describe(), ": input must have rank >= 1");
     const int64_t axis = node.Axis(axis_, rank);
-    OCTET_CHECK(k >= 0 && k <= x.shape()[axis], node.Describe(), ": k = ", k,
-                " is outside [0, ", x.shape()[axis], "] for shape ", ShapeToString(x.shape()));
+    OCTET_CHECK(k >= 0 && k <= x.shape()[axis], node.Describe(), ": k = ", k, " is outside [0, ",
+                x.shape()[axis], "] for shape ", ShapeToString(x.shape()));
     Shape out_shape = x.shape();
     out_shape[axis] = k;
     Tensor& values = ctx.AllocateUninitializedOutput(0, x.dtype(), out_shape);
@@ -1026,17 +1026,17 @@ void RegisterTensorOps(KernelRegistry& r) {
               },
               SameAsInput0, Create<PadKernel>});
   for (const bool largest : {true, false})
-    r.Register({kOnnxDomain, largest ? "ArgMax" : "ArgMin", 1, kLatest,
-                [](const Node&, const std::vector<DType>& t) {
-                  return t.size() == 1 && IsNumeric(t[0]);
-                },
-                Int64Output,
-                [largest](const KernelInit& init) {
-                  return std::make_unique<ArgExtremumKernel>(init, largest);
-                }});
+    r.Register(
+        {kOnnxDomain, largest ? "ArgMax" : "ArgMin", 1, kLatest,
+         [](const Node&, const std::vector<DType>& t) { return t.size() == 1 && IsNumeric(t[0]); },
+         Int64Output,
+         [largest](const KernelInit& init) {
+           return std::make_unique<ArgExtremumKernel>(init, largest);
+         }});
   r.Register({kOnnxDomain, "TopK", 1, kLatest,
               [](const Node& n, const std::vector<DType>& t) {
-                return IsNumeric(t[0]) && (n.opset < 10 || (t.size() == 2 && t[1] == DType::kInt64));
+                return IsNumeric(t[0]) &&
+                       (n.opset < 10 || (t.size() == 2 && t[1] == DType::kInt64));
               },
               [](const Node&, const std::vector<DType>& t) {
                 return std::vector<DType>{t[0], DType::kInt64};
@@ -1044,7 +1044,8 @@ void RegisterTensorOps(KernelRegistry& r) {
               Create<TopKKernel>});
   r.Register({kOnnxDomain, "Trilu", 14, kLatest,
               [](const Node&, const std::vector<DType>& t) {
-                return AnyStorable(t[0]) && (t.size() < 2 || OneOf(t[1], {DType::kInt64, DType::kUndefined}));
+                return AnyStorable(t[0]) &&
+                       (t.size() < 2 || OneOf(t[1], {DType::kInt64, DType::kUndefined}));
               },
               SameAsInput0, Create<TriluKernel>});
 }

@@ -1,6 +1,8 @@
 // The 4-bit weight product (kernels/nbits/nbits.h): every path the CPU runs
 // against the naive reference, bit for bit, and the reference against
 // products written out independently.
+#include "kernels/nbits/nbits.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,7 +13,6 @@
 
 #include "core/thread_pool.h"
 #include "expect_error.h"
-#include "kernels/nbits/nbits.h"
 
 namespace octet {
 namespace {
@@ -61,16 +62,15 @@ Case MakeCase(int64_t M, int64_t K, int64_t N, int64_t bs, int zero_mode, bool b
 
 std::vector<float> Reference(const Case& c, NBitsArithmetic arith) {
   std::vector<float> y(c.M * c.N);
-  NBitsMatMulReference(c.q.data(), c.scales.data(), c.has_zero ? c.zero.data() : nullptr, c.K,
-                       c.N, c.block_size, arith, c.M, c.a.data(),
-                       c.has_bias ? c.bias.data() : nullptr, y.data());
+  NBitsMatMulReference(c.q.data(), c.scales.data(), c.has_zero ? c.zero.data() : nullptr, c.K, c.N,
+                       c.block_size, arith, c.M, c.a.data(), c.has_bias ? c.bias.data() : nullptr,
+                       y.data());
   return y;
 }
 
 std::vector<float> RunPacked(const Case& c, NBitsArithmetic arith, Isa isa, ThreadPool* pool) {
-  const PackedNBits w = PackNBits(c.q.data(), c.scales.data(),
-                                  c.has_zero ? c.zero.data() : nullptr, c.K, c.N, c.block_size,
-                                  arith);
+  const PackedNBits w = PackNBits(c.q.data(), c.scales.data(), c.has_zero ? c.zero.data() : nullptr,
+                                  c.K, c.N, c.block_size, arith);
   std::vector<float> y(c.M * c.N, -7.f);
   NBitsMatMul(w, c.M, c.a.data(), c.K, c.has_bias ? c.bias.data() : nullptr, y.data(), c.N, pool,
               isa);
@@ -107,8 +107,8 @@ TEST_P(NBitsIsaTest, MatchesTheReferenceBitForBit) {
               const Case c = MakeCase(M, K, N, bs, zero_mode, seed % 2 == 0, seed);
               ++seed;
               ASSERT_TRUE(SameBytes(RunPacked(c, arith, GetParam(), nullptr), Reference(c, arith)))
-                  << "arith " << static_cast<int>(arith) << " M " << M << " K " << K << " N "
-                  << N << " bs " << bs << " zero " << zero_mode;
+                  << "arith " << static_cast<int>(arith) << " M " << M << " K " << K << " N " << N
+                  << " bs " << bs << " zero " << zero_mode;
             }
           }
         }

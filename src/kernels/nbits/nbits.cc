@@ -156,8 +156,7 @@ QuantizedA QuantizeRows(nbits::QuantizeBlockFn quantize_block, const float* a, i
 void CheckShape(int64_t K, int64_t N, int64_t block_size) {
   OCTET_CHECK(K >= 0 && N >= 0, "4-bit matmul: K ", K, " and N ", N, " must not be negative");
   OCTET_CHECK(block_size >= 16 && (block_size & (block_size - 1)) == 0 && block_size <= (1 << 20),
-              "4-bit matmul: block_size ", block_size,
-              " must be a power of two from 16 to 2^20");
+              "4-bit matmul: block_size ", block_size, " must be a power of two from 16 to 2^20");
 }
 
 }  // namespace
