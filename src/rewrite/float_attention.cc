@@ -96,7 +96,7 @@ void FuseFloatAttention(Graph& g, QdqReport& report) {
     if (!IsOnnxOp(g, static_cast<int>(n), "MatMul", 2) || removed[n]) continue;
     const Node& scores = g.nodes[n];
     const int q = scores.inputs[0];
-    if (KnownDType(g, q) != DType::kFloat32 && KnownDType(g, q) != DType::kUndefined) continue;
+    if (!MayBeFloat32(g, q)) continue;
     // The scale: Div(scores, divisor), or Mul by a factor on either side.
     int div = next(scores.outputs[0], "Div", 2);
     if (div >= 0 && g.nodes[div].inputs[0] != scores.outputs[0]) continue;

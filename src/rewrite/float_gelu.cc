@@ -53,7 +53,7 @@ void FuseFloatGelu(Graph& g, QdqReport& report) {
       last = mul;
     }
     // x must be float32 and the constants one value each, so the output keeps x's shape.
-    if (KnownDType(g, x) != DType::kFloat32 && KnownDType(g, x) != DType::kUndefined) continue;
+    if (!MayBeFloat32(g, x)) continue;
 
     Node gelu;
     gelu.name = (erf.name.empty() ? "node" + std::to_string(n) : erf.name) + "/gelu";

@@ -77,7 +77,7 @@ void FuseFloatRmsNorm(Graph& g, QdqReport& report) {
       continue;
     const int x = g.nodes[square].inputs.empty() ? -1 : g.nodes[square].inputs[0];
     if (x < 0 || !Squares(g, g.nodes[square], x) || !MeansLastAxis(g, mean, x)) continue;
-    if (KnownDType(g, x) != DType::kFloat32 && KnownDType(g, x) != DType::kUndefined) continue;
+    if (!MayBeFloat32(g, x)) continue;
     // Add(mean, epsilon) -> Sqrt -> Reciprocal | Div(1, root) -> Mul(x, r) -> Mul(w, .).
     const int add = next_binary(mean.outputs[0], "Add");
     const Tensor* epsilon =

@@ -79,10 +79,7 @@ void FuseFloatRotary(Graph& g, QdqReport& report) {
       continue;
     const int cos = OtherInput(g.nodes[x_mul], x);
     if (cos < 0) continue;
-    const auto float_or_unknown = [&](int v) {
-      return KnownDType(g, v) == DType::kFloat32 || KnownDType(g, v) == DType::kUndefined;
-    };
-    if (!float_or_unknown(x) || !float_or_unknown(cos) || !float_or_unknown(sin)) continue;
+    if (!MayBeFloat32(g, x) || !MayBeFloat32(g, cos) || !MayBeFloat32(g, sin)) continue;
 
     Node rotary;
     rotary.name = (concat.name.empty() ? "node" + std::to_string(n) : concat.name) + "/rotary";

@@ -25,10 +25,7 @@ void FuseFloatGatedSilu(Graph& g, QdqReport& report) {
     const int product = SoleConsumer(g, consumers, g.nodes[silu].outputs[0]);
     if (product < 0 || removed[product] || !IsOnnxBinary(g.nodes[product], "Mul")) continue;
     const int up = OtherInput(g.nodes[product], g.nodes[silu].outputs[0]);
-    const auto float_or_unknown = [&](int v) {
-      return KnownDType(g, v) == DType::kFloat32 || KnownDType(g, v) == DType::kUndefined;
-    };
-    if (up < 0 || !float_or_unknown(gate) || !float_or_unknown(up)) continue;
+    if (up < 0 || !MayBeFloat32(g, gate) || !MayBeFloat32(g, up)) continue;
 
     Node fused;
     fused.name = (sigmoid.name.empty() ? "node" + std::to_string(n) : sigmoid.name) + "/gated_silu";

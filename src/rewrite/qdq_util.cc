@@ -103,6 +103,11 @@ DType KnownDType(const Graph& g, int value) {
   return DType::kUndefined;
 }
 
+bool MayBeFloat32(const Graph& g, int value) {
+  const DType type = KnownDType(g, value);
+  return type == DType::kFloat32 || type == DType::kUndefined;
+}
+
 std::string ReadScalarQdq(const Graph& g, const Node& n, ScalarQParams& p) {
   const Tensor* scale = ConstantValue(g, InputAt(n, 1));
   const Tensor* zero = ConstantValue(g, InputAt(n, 2));

@@ -45,6 +45,10 @@ std::optional<SliceParams> ReadSlice(const Graph& g, const Node& n, int64_t rank
 // (kUndefined when it does not).
 DType KnownDType(const Graph& g, int value);
 
+// True when the value may be float32: its known dtype is float32, or the graph does
+// not record one (the float passes' test for their inputs).
+bool MayBeFloat32(const Graph& g, int value);
+
 // Reads a QuantizeLinear / DequantizeLinear whose scale and zero point are
 // one-value float32 / 8-bit constants; returns the reason when it is not one.
 std::string ReadScalarQdq(const Graph& g, const Node& n, ScalarQParams& p);
