@@ -105,9 +105,11 @@ def op_profile(session, fn, runs):
         fn()
     after = totals()
     session.set_profiling(False)
-    return {op: (1e3 * (t - before.get(op, (0.0, 0))[0]) / runs,
-                 (calls - before.get(op, (0.0, 0))[1]) / runs)
-            for op, (t, calls) in after.items()}
+    per_run = {}
+    for op, (seconds, calls) in after.items():
+        seconds_before, calls_before = before.get(op, (0.0, 0))
+        per_run[op] = (1e3 * (seconds - seconds_before) / runs, (calls - calls_before) / runs)
+    return per_run
 
 
 def bench_model(path, threads, args):
