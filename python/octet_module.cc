@@ -141,7 +141,12 @@ class PySession {
 
   // feeds: (name, dtype code, C-contiguous storage array); returns
   // (dtype code, storage array) per output.
-  py::list Run(const std::vector<std::string> &output_names, const py::list &feeds) {
+  std::unique_ptr<KvCache> NewKvCache(int64_t reserve_rows) {
+    return session_->NewKvCache(reserve_rows);
+  }
+
+  py::list Run(const std::vector<std::string> &output_names, const py::list &feeds,
+               KvCache *cache) {
     std::vector<std::pair<std::string, Tensor>> tensors;
     for (const py::handle &item : feeds) {
       auto [name, code, array] = item.cast<std::tuple<std::string, int, py::array>>();
@@ -164,7 +169,8 @@ class PySession {
     std::vector<Tensor> results;
     {
       py::gil_scoped_release release;
-      results = session_->Run(tensors, output_names);
+      results = cache ? session_->Run(tensors, output_names, *cache)
+                      : session_->Run(tensors, output_names);
     }
     py::list out;
     for (Tensor &t : results) {
@@ -226,7 +232,14 @@ PYBIND11_MODULE(_octet, m) {
       .def("intermediates", &octet::PySession::intermediates)
       .def("set_profiling", &octet::PySession::set_profiling, py::arg("on"))
       .def("profile", &octet::PySession::profile)
-      .def("run", &octet::PySession::Run, py::arg("output_names"), py::arg("feeds"));
+      .def("new_kv_cache", &octet::PySession::NewKvCache, py::arg("reserve_rows"))
+      .def("run", &octet::PySession::Run, py::arg("output_names"), py::arg("feeds"),
+           py::arg("kv_cache").none(true));
+  py::class_<octet::KvCache, std::unique_ptr<octet::KvCache>>(m, "KvCache")
+      .def_property_readonly("length", &octet::KvCache::length)
+      .def("truncate", &octet::KvCache::Truncate, py::arg("length"))
+      .def_property_readonly("inputs", &octet::KvCache::inputs)
+      .def_property_readonly("outputs", &octet::KvCache::outputs);
   m.def("active_isa", &octet::ActiveIsaName);
   m.def("supported_isas", &octet::SupportedIsaNames);
   m.def(

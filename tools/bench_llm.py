@@ -10,9 +10,13 @@ peak RSS of a fresh process per engine that runs one decode step. With --gguf FI
 prefill and decode through llama-cpp-python (`llama_cpp`, if installed). With --forward,
 a third engine, octet-int8: octet with float_matmul="int8" (the forward route, which gives a
 4-bit DequantizeLinear -> MatMul the accuracy level 4 arithmetic ONNX Runtime's default
-options give it; octet alone keeps the pair's float arithmetic). With --profile N, after
-each phase's rounds octet's kernel time per op type over --rounds more runs of it (the N
-op types that take the most, ms per run: OCTET_PROFILE's counters).
+options give it; octet alone keeps the pair's float arithmetic). Decode adds octet-kv where
+octet can hold the model's KV cache (InferenceSession.new_kv_cache, what `octet generate`
+uses): the same step appending to a cache of context - 1 positions held across runs (filled
+by a prefill of random tokens, truncated back before each round) instead of the graph's
+presents = Concat(past, new); ORT runs the graph as written. With --profile N, after each
+phase's rounds octet's kernel time per op type over --rounds more runs of it (the N op
+types that take the most, ms per run: OCTET_PROFILE's counters), and octet-kv's for decode.
 
     .venv/bin/python tools/bench_llm.py build/models/smollm2-135m.cached.a8w8.onnx \\
         [MODEL...] [--threads 1,2] [--prefill 32,256] [--context 256] [--rounds 5] \\
@@ -112,6 +116,33 @@ def op_profile(session, fn, runs):
     return per_run
 
 
+def held_cache_step(session, layout, context):
+    """fn() running one decode step at `context` with octet holding the KV cache, or None
+    when it cannot hold this model's."""
+    import octet
+    try:
+        cache = session.new_kv_cache(reserve_rows=context)
+    except octet.OctetError:
+        return None
+    prefill = feeds_for(layout, context - 1, 0, seed=1)
+    session.run(["logits"], {n: v for n, v in prefill.items() if n not in cache.inputs},
+                kv_cache=cache)
+    step = {n: v for n, v in feeds_for(layout, 1, context - 1).items() if n not in cache.inputs}
+
+    def run():
+        cache.truncate(context - 1)
+        return session.run(["logits"], step, kv_cache=cache)
+    return run
+
+
+def print_profile(label, path, phase, tokens, threads, ops, top):
+    best = sorted(ops.items(), key=lambda item: -item[1][0])[:top]
+    print("%s kernel ms per run, %s %s %d, %d thread(s): %s (all ops %.2f ms, %d nodes run)" % (
+        label, os.path.basename(path), phase, tokens, threads,
+        ", ".join("%s %.3f" % (op, ms) for op, (ms, _) in best),
+        sum(ms for ms, _ in ops.values()), sum(c for _, c in ops.values())))
+
+
 def bench_model(path, threads, args):
     sessions = {engine: measure.make_session(engine, path, threads) for engine in ENGINES}
     if args.forward:
@@ -124,20 +155,21 @@ def bench_model(path, threads, args):
     for phase, tokens, past in cases:
         feeds = feeds_for(layout, tokens, past)
         fns = {e: (lambda s=s: s.run(None, feeds)) for e, s in sessions.items()}
+        held = held_cache_step(sessions["octet"], layout, args.context) \
+            if phase == "decode" else None
+        if held:
+            fns["octet-kv"] = held
         samples = measure.alternate(fns, rounds=args.rounds, warmup=1)
-        for engine in sessions:
+        for engine in fns:
             walls = [1e3 * s.wall / tokens for s in samples[engine]]
             rows.append({"model": os.path.basename(path), "engine": engine, "threads": threads,
                          "phase": phase, "tokens": tokens, "context": past + tokens,
                          "ms_per_token": measure.summary(walls)})
         if args.profile:
-            ops = op_profile(sessions["octet"], fns["octet"], args.rounds)
-            top = sorted(ops.items(), key=lambda item: -item[1][0])[:args.profile]
-            print("octet kernel ms per run, %s %s %d, %d thread(s): %s (all ops %.2f ms, "
-                  "%d nodes run)" % (
-                      os.path.basename(path), phase, tokens, threads,
-                      ", ".join("%s %.3f" % (op, ms) for op, (ms, _) in top),
-                      sum(ms for ms, _ in ops.values()), sum(c for _, c in ops.values())))
+            for engine in ("octet", "octet-kv"):
+                if engine in fns:
+                    ops = op_profile(sessions["octet"], fns[engine], args.rounds)
+                    print_profile(engine, path, phase, tokens, threads, ops, args.profile)
     if args.rss:
         with tempfile.TemporaryDirectory() as tmp:
             feeds_path = os.path.join(tmp, "feeds.npz")

@@ -150,8 +150,22 @@ class InferenceSession:
                 "ops": [{"op": op, "seconds": seconds, "calls": calls}
                         for op, seconds, calls in ops]}
 
-    def run(self, output_names, input_feed):
-        """Returns a list of numpy arrays, one per name in output_names (all if None)."""
+    def new_kv_cache(self, reserve_rows=0):
+        """A decoder's KV cache for run(..., kv_cache=): the model's past key and value inputs
+        are then its rows, and each run appends the step's new rows to it in place instead
+        of copying the whole cache into the present outputs (the bits are the same). Its
+        `inputs` are the past inputs it stands for (not fed with it), its `outputs` the
+        presents (returned only when output_names names them), `length` the positions it
+        holds; `truncate(n)` keeps the first n. reserve_rows: room per head before it grows. Raises OctetError when the model
+        has no cache octet can hold (docs/usage.md, "KV cache")."""
+        return self._session.new_kv_cache(_integer(reserve_rows, "reserve_rows", 0, (1 << 62)))
+
+    def run(self, output_names, input_feed, kv_cache=None):
+        """Returns a list of numpy arrays, one per name in output_names (all if None).
+        kv_cache: one from new_kv_cache(); a failed run leaves it as it was."""
+        if kv_cache is not None and not isinstance(kv_cache, _octet.KvCache):
+            raise OctetError("kv_cache must come from new_kv_cache(), got %s"
+                             % type(kv_cache).__name__)
         if not isinstance(input_feed, dict):
             raise OctetError("input_feed must be a dict {input name: numpy array}")
         feeds = []
@@ -178,7 +192,8 @@ class InferenceSession:
             names = [] if output_names is None else [str(n) for n in output_names]
         except TypeError:
             raise OctetError("output_names must be None or a list of output names") from None
-        return [_from_storage(code, storage) for code, storage in self._session.run(names, feeds)]
+        return [_from_storage(code, storage)
+                for code, storage in self._session.run(names, feeds, kv_cache)]
 
     def _type_of(self, name):
         return next(arg.type for arg in self._inputs if arg.name == name)

@@ -5,7 +5,8 @@ tools/models write it): inputs `input_ids`, `attention_mask` and optionally `pos
 (int64 [batch, seq]), and for the KV-cache form `past_key_values.{i}.key` / `.value`
 [batch, kv_heads, past_seq, head_dim] with outputs `logits` [batch, seq, vocab] and
 `present.{i}.key` / `.value`. A model without the cache inputs is run on the whole sequence
-at every step. The tokenizer is the JSON file beside the model (octet.bpe.tokenizer_path)
+at every step. When octet can hold the cache itself (InferenceSession.new_kv_cache), each
+step appends to it in place; otherwise the presents are fed back as the next step's past. The tokenizer is the JSON file beside the model (octet.bpe.tokenizer_path)
 or the one named with --tokenizer. docs/usage.md, "octet generate".
 
 From Python:
@@ -61,16 +62,17 @@ class Generation:
 
 class Generator:
     """A decoder session and its tokenizer. threads, float_matmul, max_tensor_bytes: octet's
-    session options (octet.InferenceSession)."""
+    session options (octet.InferenceSession). kv_cache: let octet hold the KV cache when it
+    can (the same tokens; False feeds the presents back as the next step's past)."""
 
     def __init__(self, model, threads=1, tokenizer=None, max_tensor_bytes=None,
-                 float_matmul="float"):
+                 float_matmul="float", kv_cache=True):
         import octet
         _command.check_model_path(model)
         options = {} if max_tensor_bytes is None else {"max_tensor_bytes": max_tensor_bytes}
         self.session = octet.InferenceSession(model, threads=threads, float_matmul=float_matmul,
                                               **options)
-        self._layout(model)
+        self._layout(model, kv_cache)
         self.context = _context(model)
         path = tokenizer or tokenizer_path(model)
         if not os.path.isfile(path):
@@ -79,7 +81,7 @@ class Generator:
                                % (model, path))
         self.tokenizer = Tokenizer.from_file(path)
 
-    def _layout(self, model):
+    def _layout(self, model, kv_cache):
         inputs = {i.name: i for i in self.session.get_inputs()}
         outputs = [o.name for o in self.session.get_outputs()]
         if "input_ids" not in inputs or "logits" not in outputs:
@@ -108,15 +110,26 @@ class Generator:
                                "input(s) %s" % (model, ", ".join(unknown)))
         self.inputs = set(inputs)
         self.wanted = ["logits"] + [present for present, _ in self.past.values()]
+        self.holds_cache = False
+        if kv_cache and self.past:
+            from . import OctetError
+            try:
+                held = self.session.new_kv_cache().inputs
+            except OctetError:
+                held = []
+            self.holds_cache = set(held) == set(self.past)
 
     def _run(self, tokens, start, cache):
-        """Logits of the last of `tokens` (positions start..), updating cache in place."""
+        """Logits of the last of `tokens` (positions start..), updating cache (octet's KvCache,
+        or {past input: array}) in place."""
         seq = len(tokens)
         feeds = {"input_ids": np.array([tokens], np.int64)}
         if "attention_mask" in self.inputs:
             feeds["attention_mask"] = np.ones((1, start + seq), np.int64)
         if "position_ids" in self.inputs:
             feeds["position_ids"] = np.arange(start, start + seq, dtype=np.int64)[None]
+        if not isinstance(cache, dict):
+            return self.session.run(["logits"], feeds, kv_cache=cache)[0][0, -1]
         feeds.update(cache)
         results = self.session.run(self.wanted, feeds)
         for (name, _), value in zip(self.past.items(), results[1:]):
@@ -136,7 +149,10 @@ class Generator:
             raise CommandError("the prompt (%d tokens) plus %d new tokens is %d tokens, beyond "
                                "the model's context of %d" % (len(prompt_ids), max_tokens, total,
                                                              self.context))
-        cache = {name: np.zeros(shape, np.float32) for name, (_, shape) in self.past.items()}
+        if self.holds_cache:
+            cache = self.session.new_kv_cache(reserve_rows=total)
+        else:
+            cache = {name: np.zeros(shape, np.float32) for name, (_, shape) in self.past.items()}
         result = Generation(prompt_ids, [], "", 0.0, [], "max_tokens")
         try:
             begin = time.perf_counter()

@@ -84,6 +84,10 @@ inline constexpr const char* kLookupTableOp = "LookupTable";
 // Transpose(perm=[0,1,3,2]); with kv_repeat=g, kv_heads=H, kv_size=d, v_size=dv, k and
 // v are before grouped-query attention's repeat_kv, Reshape(Expand(Unsqueeze(x, [2]),
 // [1, 1, g, 1, 1]), [0, H, -1, d or dv]), each head of k and v read by g heads of q.
+// appends_kv=1 (with keys_rows; rewrite/float_attention.h, FuseKvAppend): inputs
+// (q, past_k, divisor, mask, past_v, new_k, new_v), outputs (y, present_k, present_v),
+// k and v being the presents, Concat(past, new, axis=2); cache_slot=i names the node's
+// rows in a KV cache the caller holds across runs (ops/kv_cache.h).
 inline constexpr const char* kFloatAttentionOp = "FloatAttention";
 
 // octet.MaskedSoftmax(x, table, mask, y_scale, y_zero_point) (rewrite/float_attention.h,

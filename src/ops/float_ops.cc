@@ -20,6 +20,7 @@
 #include "kernels/int8/lookup.h"
 #include "kernels/int8/quantize.h"
 #include "kernels/strided_copy.h"
+#include "ops/kv_cache.h"
 #include "ops/registry.h"
 
 namespace octet {
@@ -320,9 +321,16 @@ class FloatAttentionKernel : public OpKernel {
         kv_repeat_(init.node.GetInt("kv_repeat", 0)),
         kv_heads_(init.node.GetInt("kv_heads", 0)),
         kv_size_(init.node.GetInt("kv_size", 0)),
-        v_size_(init.node.GetInt("v_size", 0)) {}
+        v_size_(init.node.GetInt("v_size", 0)),
+        appends_kv_(init.node.GetInt("appends_kv", 0) != 0),
+        cache_slot_(init.node.GetInt("cache_slot", -1)) {}
+  // The past keys and values of appends_kv are copied row by row (or not read at all).
+  bool ReadsOnlyInputBytes(size_t input) const override {
+    return appends_kv_ && (input == 1 || input == 4);
+  }
   void Run(KernelContext& ctx) override {
-    if (keys_rows_) return RunKeysRows(ctx);
+    if (appends_kv_) return RunAppending(ctx);
+    if (keys_rows_) return RunKeysRows(ctx, HeadRows::Of(ctx.input(1)), HeadRows::Of(ctx.input(4)));
     const Tensor& q_in = ctx.input(0);
     const Tensor& k_in = ctx.input(1);
     const Tensor& divisor = ctx.input(2);
@@ -422,15 +430,128 @@ class FloatAttentionKernel : public OpKernel {
     }
   }
 
+  // Keys or values [batch, kv heads, rows, size], each head's rows head_stride elements
+  // apart: rows x size in a tensor, more in a KV cache (room for the rows to come).
+  struct HeadRows {
+    const Tensor* tensor = nullptr;  // the rows as a tensor (of any rank), when they are one
+    const float* data = nullptr;
+    Shape shape;
+    int64_t head_stride = 0;
+
+    static HeadRows Of(const Tensor& t) {
+      return {&t, t.data<float>(), t.shape(), t.rank() == 4 ? t.dim(2) * t.dim(3) : 0};
+    }
+    int64_t dim(size_t i) const { return shape[i]; }
+    size_t rank() const { return shape.size(); }
+    Tensor ToTensor(ThreadPool* pool) const {
+      if (tensor) return *tensor;
+      Tensor dense = Tensor::Uninitialized(DType::kFloat32, shape);
+      CopyHeadRows(data, head_stride, dense.data<float>(), shape[2] * shape[3], shape[0] * shape[1],
+                   shape[2] * shape[3], pool);
+      return dense;
+    }
+  };
+
+  // appends_kv (decoders with a KV cache): inputs 1 and 4 are the past keys and values,
+  // 5 and 6 the step's new ones, and outputs 1 and 2 the graph's presents, Concat(past,
+  // new) along the rows, which the attention reads. When the caller holds a KV cache the
+  // past is there instead: the new rows are appended to it in place, and the presents
+  // are written only when the caller asks for them.
+  void RunAppending(KernelContext& ctx) const {
+    const Tensor& new_k = ctx.input(5);
+    const Tensor& new_v = ctx.input(6);
+    KvCacheState* cache = ctx.kv_cache();
+    if (!cache) {
+      Tensor present_k = ConcatRows(ctx.input(1), new_k, ctx);
+      Tensor present_v = ConcatRows(ctx.input(4), new_v, ctx);
+      RunKeysRows(ctx, HeadRows::Of(present_k), HeadRows::Of(present_v));
+      ctx.SetOutput(1, std::move(present_k));
+      ctx.SetOutput(2, std::move(present_v));
+      return;
+    }
+    OCTET_CHECK(cache_slot_ >= 0 && cache_slot_ < static_cast<int64_t>(cache->nodes.size()),
+                "internal: ", ctx.node().Describe(), " has cache slot ", cache_slot_, " of ",
+                cache->nodes.size());
+    KvCacheRows& rows = cache->nodes[cache_slot_];
+    const HeadRows k = Append(rows.keys, new_k, *cache, ctx);
+    const HeadRows v = Append(rows.values, new_v, *cache, ctx);
+    RunKeysRows(ctx, k, v);
+    if (cache->presents_wanted) {
+      if (ctx.output_wanted(1)) ctx.SetOutput(1, k.ToTensor(ctx.pool()));
+      if (ctx.output_wanted(2)) ctx.SetOutput(2, v.ToTensor(ctx.pool()));
+    }
+  }
+
+  static void CheckRows(const Tensor& rows, const char* what, const Node& node) {
+    OCTET_CHECK(rows.rank() == 4, node.Describe(), ": the ", what,
+                " must be [batch, kv heads, rows, head size], got shape ",
+                ShapeToString(rows.shape()));
+  }
+
+  // Concat(past, rows) along the rows, as the graph's node.
+  static Tensor ConcatRows(const Tensor& past, const Tensor& rows, KernelContext& ctx) {
+    const Node& node = ctx.node();
+    CheckRows(past, "past keys and values", node);
+    CheckRows(rows, "new keys and values", node);
+    OCTET_CHECK(
+        past.dim(0) == rows.dim(0) && past.dim(1) == rows.dim(1) && past.dim(3) == rows.dim(3),
+        node.Describe(), ": the past keys or values have shape ", ShapeToString(past.shape()),
+        ", which does not match the new ones' ", ShapeToString(rows.shape()), " outside axis 2");
+    const int64_t heads = past.dim(0) * past.dim(1), size = past.dim(3);
+    const int64_t old_rows = past.dim(2), all_rows = old_rows + rows.dim(2);
+    Tensor out = Tensor::Uninitialized(DType::kFloat32, {past.dim(0), past.dim(1), all_rows, size});
+    float* po = out.data<float>();
+    CopyHeadRows(past.data<float>(), old_rows * size, po, all_rows * size, heads, old_rows * size,
+                 ctx.pool());
+    CopyHeadRows(rows.data<float>(), rows.dim(2) * size, po + old_rows * size, all_rows * size,
+                 heads, rows.dim(2) * size, ctx.pool());
+    return out;
+  }
+
+  // Appends rows [batch, kv heads, rows, head size] to one node's cached keys or values
+  // after the cache's length, growing them when full; the result reads all of them.
+  static HeadRows Append(Tensor& held, const Tensor& rows, KvCacheState& cache,
+                         KernelContext& ctx) {
+    const Node& node = ctx.node();
+    CheckRows(rows, "new keys and values", node);
+    const int64_t count = rows.dim(2), size = rows.dim(3), heads = rows.dim(0) * rows.dim(1);
+    if (cache.appended < 0) cache.appended = count;
+    OCTET_CHECK(cache.appended == count, node.Describe(), ": appends ", count,
+                " rows to the KV cache, where another attention node of this run appended ",
+                cache.appended);
+    if (held.defined()) {
+      OCTET_CHECK(held.dim(0) == rows.dim(0) && held.dim(1) == rows.dim(1) && held.dim(3) == size,
+                  node.Describe(), ": the KV cache holds keys and values of shape [", held.dim(0),
+                  ", ", held.dim(1), ", ", cache.length, ", ", held.dim(3),
+                  "], the new ones have shape ", ShapeToString(rows.shape()),
+                  ": a cache serves one batch size");
+    } else {
+      OCTET_CHECK(cache.length == 0, "internal: ", node.Describe(), " holds no rows of the ",
+                  cache.length, " in the KV cache");
+    }
+    const int64_t length = cache.length, capacity = held.defined() ? held.dim(2) : 0;
+    if (length + count > capacity) {
+      const int64_t grown = std::max({length + count, cache.reserve, 2 * capacity});
+      Tensor larger(DType::kFloat32, {rows.dim(0), rows.dim(1), grown, size});
+      if (length > 0)
+        CopyHeadRows(held.data<float>(), capacity * size, larger.data<float>(), grown * size, heads,
+                     length * size, ctx.pool());
+      held = std::move(larger);
+    }
+    const int64_t head_stride = held.dim(2) * size;
+    float* data = held.data<float>();
+    CopyHeadRows(rows.data<float>(), count * size, data + length * size, head_stride, heads,
+                 count * size, ctx.pool());
+    return {nullptr, data, {rows.dim(0), rows.dim(1), length + count, size}, head_stride};
+  }
+
   // The decoder form (keys_rows): each (sequence, key and value head) entry start to end
   // on one thread with all its query heads, the key and value head read in place; else
   // the nodes' steps on whole tensors.
-  void RunKeysRows(KernelContext& ctx) const {
+  void RunKeysRows(KernelContext& ctx, const HeadRows& k, const HeadRows& v) const {
     const Tensor& q = ctx.input(0);
-    const Tensor& k = ctx.input(1);
     const Tensor& factor = ctx.input(2);
     const Tensor& mask = ctx.input(3);
-    const Tensor& v = ctx.input(4);
     const Node& node = ctx.node();
     ThreadPool* pool = ctx.pool();
     const int64_t group = std::max<int64_t>(kv_repeat_, 1);
@@ -447,8 +568,9 @@ class FloatAttentionKernel : public OpKernel {
            (kv_repeat_ == 0 || (kv_heads_ == heads && kv_size_ == d && v_size_ == dv)) &&
            BroadcastShapes(mask.shape(), scores_shape) == scores_shape;
     if (!fast) {
-      const Tensor keys = kv_repeat_ ? RepeatKv(k, kv_size_, node, pool) : k;
-      const Tensor values = kv_repeat_ ? RepeatKv(v, v_size_, node, pool) : v;
+      const Tensor k_tensor = k.ToTensor(pool), v_tensor = v.ToTensor(pool);
+      const Tensor keys = kv_repeat_ ? RepeatKv(k_tensor, kv_size_, node, pool) : k_tensor;
+      const Tensor values = kv_repeat_ ? RepeatKv(v_tensor, v_size_, node, pool) : v_tensor;
       OCTET_CHECK(keys.rank() == 4, node.Describe(), ": k must have rank 4, got shape ",
                   ShapeToString(keys.shape()));
       ctx.SetOutput(0,
@@ -459,8 +581,6 @@ class FloatAttentionKernel : public OpKernel {
     const std::vector<int64_t> mask_strides = BroadcastStrides(mask.shape(), scores_shape);
     const int mask_step = mask_strides.back() == 0 ? 0 : 1;
     const float* pq = q.data<float>();
-    const float* pk = k.data<float>();
-    const float* pv = v.data<float>();
     const float* pm = mask.data<float>();
     const float* factor_value = factor.data<float>();
     float* po = out.data<float>();
@@ -477,12 +597,14 @@ class FloatAttentionKernel : public OpKernel {
         const int64_t first_head = entry * heads_per_entry % heads;
         const int64_t b = entry * heads_per_entry / heads, kv = b * kv_heads + first_head / group;
         const int64_t first_row = (b * heads + first_head) * m;
-        const SgemmPacked k_packed = SgemmPackBTransposed(pk + kv * n * d, d, n, d);
+        const float* k_head = k.data + kv * k.head_stride;
+        const float* v_head = v.data + kv * v.head_stride;
+        const SgemmPacked k_packed = SgemmPackBTransposed(k_head, d, n, d);
         if (heads_per_entry == 1 && mask_step == 1) {
           const float* mask_head = pm + b * mask_strides[0] + first_head * mask_strides[1];
-          if (SkipsHiddenKeys(hidden, pq + first_row * d, kv, pk + kv * n * d, pv + kv * n * dv,
-                              mask_head, mask_strides[2], m, n, d, dv, *factor_value)) {
-            RunMaskedTail(m, n, d, dv, pq + first_row * d, k_packed, pv + kv * n * dv, mask_head,
+          if (SkipsHiddenKeys(hidden, pq + first_row * d, kv, k_head, v_head, mask_head,
+                              mask_strides[2], m, n, d, dv, *factor_value)) {
+            RunMaskedTail(m, n, d, dv, pq + first_row * d, k_packed, v_head, mask_head,
                           mask_strides[2], factor_value, hidden.kept, scores.data(),
                           po + first_row * dv);
             continue;
@@ -498,7 +620,7 @@ class FloatAttentionKernel : public OpKernel {
                              mask_step);
         }
         Sgemm(rows, dv, n, SgemmOperand::RowMajor(scores.data(), n),
-              SgemmOperand::RowMajor(pv + kv * n * dv, dv), po + first_row * dv, dv, nullptr);
+              SgemmOperand::RowMajor(v_head, dv), po + first_row * dv, dv, nullptr);
       }
     };
     if (pool && entry_count > 1) {
@@ -671,6 +793,8 @@ class FloatAttentionKernel : public OpKernel {
   bool keys_rows_;
   BinaryOp scale_op_;
   int64_t kv_repeat_, kv_heads_, kv_size_, v_size_;
+  bool appends_kv_;
+  int64_t cache_slot_;
 };
 
 // octet.MaskedSoftmax(x, table, mask, y_scale, y_zero_point) =
@@ -983,11 +1107,15 @@ void RegisterFloatOps(KernelRegistry& r) {
                 [](const Node&, const std::vector<DType>& t) { return std::vector<DType>{t[0]}; },
                 Make<BinaryKernel>(op)});
   r.Register({kOnnxDomain, "Relu", 6, 1 << 30, AllFloat32, Float32Output, Make<ReluKernel>()});
-  r.Register(
-      {kOctetDomain, kFloatAttentionOp, 1, 1 << 30,
-       [](const Node& n, const std::vector<DType>& t) { return t.size() == 5 && AllFloat32(n, t); },
-       Float32Output,
-       [](const KernelInit& init) { return std::make_unique<FloatAttentionKernel>(init); }});
+  r.Register({kOctetDomain, kFloatAttentionOp, 1, 1 << 30,
+              [](const Node& n, const std::vector<DType>& t) {
+                return t.size() == (n.GetInt("appends_kv", 0) != 0 ? 7u : 5u) && AllFloat32(n, t);
+              },
+              [](const Node& n, const std::vector<DType>&) {
+                // appends_kv: the attention, then the present keys and values.
+                return std::vector<DType>(n.GetInt("appends_kv", 0) != 0 ? 3 : 1, DType::kFloat32);
+              },
+              [](const KernelInit& init) { return std::make_unique<FloatAttentionKernel>(init); }});
   r.Register(
       {kOctetDomain, kRotaryOp, 1, 1 << 30,
        [](const Node& n, const std::vector<DType>& t) { return t.size() == 3 && AllFloat32(n, t); },

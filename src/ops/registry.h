@@ -15,6 +15,7 @@
 namespace octet {
 
 class ThreadPool;
+struct KvCacheState;
 
 // What a kernel sees at session creation.
 struct KernelInit {
@@ -50,6 +51,9 @@ class KernelContext {
   const Node& node() const { return node_; }
   ThreadPool* pool() const { return pool_; }
   std::vector<Tensor>& outputs() { return outputs_; }
+  // The KV cache the caller holds across runs (ops/kv_cache.h), or null.
+  KvCacheState* kv_cache() const { return kv_cache_; }
+  void set_kv_cache(KvCacheState* cache) { kv_cache_ = cache; }
 
  private:
   const Node& node_;
@@ -57,6 +61,7 @@ class KernelContext {
   std::vector<Tensor> outputs_;
   std::vector<Tensor> unlisted_outputs_;  // written for outputs the node does not list
   ThreadPool* pool_;
+  KvCacheState* kv_cache_ = nullptr;
   Tensor& Slot(size_t i);
 };
 

@@ -187,6 +187,53 @@ void FuseFloatAttention(Graph& g, QdqReport& report) {
   if (changed) RemoveNodes(g, removed);
 }
 
+void FuseKvAppend(Graph& g, QdqReport& report) {
+  const std::vector<std::vector<int>> consumers = ConsumersOf(g);
+  std::vector<bool> removed(g.nodes.size(), false), graph_input(g.values.size(), false),
+      graph_output(g.values.size(), false);
+  for (int v : g.inputs) graph_input[v] = true;
+  for (int v : g.outputs) graph_output[v] = true;
+  int64_t slots = 0;
+  // The Concat(past, new, axis 2) that makes `value` for `attention` alone (and perhaps
+  // the graph's outputs), past a graph input of rank 4 that it alone reads.
+  auto appends = [&](int value, int attention) {
+    const int node = value >= 0 ? g.values[value].producer : -1;
+    if (!IsOnnxOp(g, node, "Concat", 2) || removed[node] ||
+        consumers[value] != std::vector<int>{attention})
+      return -1;
+    const Node& concat = g.nodes[node];
+    const int past = concat.inputs[0];
+    const Value& past_value = g.values[past];
+    const int64_t axis = concat.GetInt("axis", 0);
+    const bool rows = axis == 2 || axis == -2;
+    return rows && graph_input[past] && !past_value.initializer && past_value.shape &&
+                   past_value.shape->size() == 4 && SoleConsumer(g, consumers, past) == node &&
+                   concat.inputs[1] >= 0
+               ? node
+               : -1;
+  };
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    Node& attention = g.nodes[n];
+    if (attention.domain != kOctetDomain || attention.op_type != kFloatAttentionOp ||
+        attention.GetInt("keys_rows", 0) == 0 || attention.inputs.size() != 5)
+      continue;
+    const int keys = appends(attention.inputs[1], static_cast<int>(n));
+    const int values = appends(attention.inputs[4], static_cast<int>(n));
+    if (keys < 0 || values < 0 || keys == values) continue;
+    const Node &k = g.nodes[keys], &v = g.nodes[values];
+    attention.inputs = {attention.inputs[0], k.inputs[0], attention.inputs[2], attention.inputs[3],
+                        v.inputs[0],         k.inputs[1], v.inputs[1]};
+    // A present no graph output names is the attention's alone: the node omits it.
+    auto listed = [&](int value) { return graph_output[value] ? value : -1; };
+    attention.outputs = {attention.outputs[0], listed(k.outputs[0]), listed(v.outputs[0])};
+    attention.attributes["appends_kv"] = Attribute::Int(1);
+    attention.attributes["cache_slot"] = Attribute::Int(slots++);
+    report.Fuse(k, "octet.FloatAttention (KV append; Concat x2 folded)");
+    removed[keys] = removed[values] = true;
+  }
+  if (slots > 0) RemoveNodes(g, removed);
+}
+
 void FuseMaskedSoftmax(Graph& g, QdqReport& report) {
   const std::vector<std::vector<int>> consumers = ConsumersOf(g);
   std::vector<bool> removed(g.nodes.size(), false);

@@ -26,6 +26,16 @@ namespace octet {
 
 void FuseFloatAttention(Graph& g, QdqReport& report);
 
+// A decoder's KV cache: present = Concat(past, new, axis=2) for the keys and for the
+// values of one decoder-form octet.FloatAttention, each past a graph input of rank 4
+// read by its Concat alone, each present read by the attention alone (and perhaps a
+// graph output). The Concats are taken into the attention (appends_kv=1, cache_slot=i
+// numbering them), which then computes the presents itself, or, when the caller holds a
+// KV cache across runs (runtime/session.h, KvCache), appends the new rows to the cache in
+// place and reads the past there: a step no longer copies the whole cache. Runs after
+// FuseFloatAttention.
+void FuseKvAppend(Graph& g, QdqReport& report);
+
 // The scores of quantized attention after the QDQ passes (rewrite/qdq_lookup.h made
 // the dequantization a table):
 //

@@ -60,6 +60,7 @@ QdqReport RunQdqPasses(Graph& graph, const NodeEvaluator& evaluate) {
   FuseFloatRotary(graph, report);
   FuseFloatGatedSilu(graph, report);
   FuseFloatAttention(graph, report);
+  FuseKvAppend(graph, report);
   MergeSliceChains(graph, report);
   // OCTET_QDQ_LOOKUP=0: the control for the lookup tables alone (every other pass runs).
   if (!EnvIs("OCTET_QDQ_LOOKUP", "0")) FoldPointwiseChainsToTables(graph, report, evaluate);

@@ -14,8 +14,10 @@
 
 #include "core/memory_limit.h"
 #include "core/thread_pool.h"
+#include "graph/octet_ops.h"
 #include "model/onnx_loader.h"
 #include "ops/evaluate.h"
+#include "ops/kv_cache.h"
 #include "ops/registry.h"
 #include "rewrite/rewrite.h"
 #include "runtime/guarded.h"
@@ -132,6 +134,10 @@ struct InferenceSession::Impl {
   bool profile = false, print_profile = false;
   int64_t profiled_runs = 0;
   std::map<std::string, OpTotal> op_times;
+  // What a KvCache holds: the past inputs and present outputs of the attention nodes
+  // that append to it (FuseKvAppend), one slot per node.
+  std::vector<int> cached_inputs, cached_outputs;
+  int64_t cache_slots = 0;
 
   ~Impl() {
     if (print_profile) PrintProfile();
@@ -141,7 +147,8 @@ struct InferenceSession::Impl {
 
   void Prepare(const SessionOptions &options);
   std::vector<Tensor> Run(const std::vector<std::pair<std::string, Tensor>> &feeds,
-                          const std::vector<std::string> &output_names);
+                          const std::vector<std::string> &output_names, KvCacheState *cache);
+  void FindCachedValues();
   void CheckFeed(const Value &v, const Tensor &t, std::map<std::string, int64_t> &symbols) const;
 };
 
@@ -263,6 +270,8 @@ void InferenceSession::Impl::Prepare(const SessionOptions &options) {
         intermediate_ids.emplace(info.name, out);
       }
 
+  FindCachedValues();
+
   // Free intermediate values after their last consumer; graph outputs and
   // initializers are never freed.
   std::vector<int> last_use(g.values.size(), -1);
@@ -274,6 +283,33 @@ void InferenceSession::Impl::Prepare(const SessionOptions &options) {
   for (size_t v = 0; v < g.values.size(); ++v)
     if (last_use[v] >= 0 && !keep.count(static_cast<int>(v)) && !g.values[v].initializer)
       release_after[last_use[v]].push_back(static_cast<int>(v));
+}
+
+void InferenceSession::Impl::FindCachedValues() {
+  std::vector<std::pair<int64_t, const Node *>> appending;
+  for (const Node &node : model.graph.nodes)
+    if (node.domain == kOctetDomain && node.op_type == kFloatAttentionOp &&
+        node.GetInt("appends_kv", 0) != 0)
+      appending.emplace_back(node.GetInt("cache_slot", -1), &node);
+  std::sort(appending.begin(), appending.end());
+  for (size_t i = 0; i < appending.size(); ++i) {
+    const Node &node = *appending[i].second;
+    OCTET_CHECK(appending[i].first == static_cast<int64_t>(i), "internal: ", node.Describe(),
+                " has cache slot ", appending[i].first, ", expected ", i);
+    cached_inputs.insert(cached_inputs.end(), {node.inputs[1], node.inputs[4]});
+    for (int present : {node.outputs[1], node.outputs[2]})
+      if (present >= 0) cached_outputs.push_back(present);
+  }
+  cache_slots = static_cast<int64_t>(appending.size());
+  // In the model's order, as a caller lists them.
+  auto model_order = [](std::vector<int> &values, const std::vector<int> &order) {
+    std::vector<int> sorted;
+    for (int v : order)
+      if (std::find(values.begin(), values.end(), v) != values.end()) sorted.push_back(v);
+    values = std::move(sorted);
+  };
+  model_order(cached_inputs, model.graph.inputs);
+  model_order(cached_outputs, model.graph.outputs);
 }
 
 void InferenceSession::Impl::CheckFeed(const Value &v, const Tensor &t,
@@ -299,11 +335,14 @@ void InferenceSession::Impl::CheckFeed(const Value &v, const Tensor &t,
 
 std::vector<Tensor> InferenceSession::Impl::Run(
     const std::vector<std::pair<std::string, Tensor>> &feeds,
-    const std::vector<std::string> &output_names) {
+    const std::vector<std::string> &output_names, KvCacheState *cache) {
   std::lock_guard<std::mutex> lock(run_mutex);
   const Graph &g = model.graph;
   std::vector<Tensor> slots(g.values.size());
   std::map<std::string, int64_t> symbols;
+  auto held = [&](int v, const std::vector<int> &values) {
+    return cache && std::find(values.begin(), values.end(), v) != values.end();
+  };
   for (const auto &[name, tensor] : feeds) {
     int id = -1;
     for (int v : g.inputs)
@@ -314,11 +353,14 @@ std::vector<Tensor> InferenceSession::Impl::Run(
       Fail("unknown input name '", name, "'; the model's inputs are: ", names);
     }
     OCTET_CHECK(!slots[id].defined(), "input '", name, "' is fed more than once");
+    OCTET_CHECK(!held(id, cached_inputs), "input '", name,
+                "' is held by the KV cache given to this run: feed it only to runs without one");
     CheckFeed(g.values[id], tensor, symbols);
     slots[id] = tensor;
   }
   for (int v : g.inputs)
-    OCTET_CHECK(slots[v].defined(), "input '", g.values[v].name, "' was not fed");
+    OCTET_CHECK(slots[v].defined() || held(v, cached_inputs), "input '", g.values[v].name,
+                "' was not fed");
 
   std::vector<int> wanted;
   if (output_names.empty()) {
@@ -349,6 +391,12 @@ std::vector<Tensor> InferenceSession::Impl::Run(
     }
   }
 
+  if (cache) {
+    cache->appended = -1;
+    cache->presents_wanted = false;
+    for (int v : wanted) cache->presents_wanted |= held(v, cached_outputs);
+  }
+
   auto lookup = [&](int v) -> const Tensor * {
     if (v < 0) return nullptr;
     if (g.values[v].initializer) return g.values[v].initializer;
@@ -367,6 +415,7 @@ std::vector<Tensor> InferenceSession::Impl::Run(
       if (inputs[i] == nullptr && in >= 0) inputs[i] = &slots[in];
     }
     KernelContext ctx(*c.node, std::move(inputs), pool.get());
+    ctx.set_kv_cache(cache);
     const auto start =
         profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     try {
@@ -388,6 +437,8 @@ std::vector<Tensor> InferenceSession::Impl::Run(
       int out = c.node->outputs[i];
       if (out < 0) continue;
       Tensor &t = ctx.outputs()[i];
+      // The presents of a run with a KV cache are only written when asked for.
+      if (!t.defined() && cache && !cache->presents_wanted && held(out, cached_outputs)) continue;
       // A kernel that returns the wrong type is a bug in octet; never pass it
       // on.
       if (!t.defined() || t.dtype() != c.output_types[i])
@@ -400,6 +451,7 @@ std::vector<Tensor> InferenceSession::Impl::Run(
   }
 
   if (profile) ++profiled_runs;
+  if (cache && cache->appended > 0) cache->length += cache->appended;
   std::vector<Tensor> results;
   for (int v : wanted) results.push_back(*lookup(v));
   return results;
@@ -483,7 +535,44 @@ SessionProfile InferenceSession::Profile() const {
 
 std::vector<Tensor> InferenceSession::Run(const std::vector<std::pair<std::string, Tensor>> &feeds,
                                           const std::vector<std::string> &output_names) {
-  return Guarded(impl_->max_tensor_bytes, [&] { return impl_->Run(feeds, output_names); });
+  return Guarded(impl_->max_tensor_bytes, [&] { return impl_->Run(feeds, output_names, nullptr); });
+}
+
+std::vector<Tensor> InferenceSession::Run(const std::vector<std::pair<std::string, Tensor>> &feeds,
+                                          const std::vector<std::string> &output_names,
+                                          KvCache &cache) {
+  OCTET_CHECK(cache.owner_ == impl_.get(),
+              "the KV cache was made by another session: a cache serves the session that made it");
+  return Guarded(impl_->max_tensor_bytes,
+                 [&] { return impl_->Run(feeds, output_names, cache.state_.get()); });
+}
+
+std::unique_ptr<KvCache> InferenceSession::NewKvCache(int64_t reserve_rows) {
+  OCTET_CHECK(reserve_rows >= 0, "a KV cache's reserve_rows must be >= 0, got ", reserve_rows);
+  OCTET_CHECK(impl_->cache_slots > 0,
+              "this model has no KV cache octet can hold: each present key and value must be "
+              "Concat(past, new, axis=2) of a past graph input that the Concat alone reads, "
+              "feeding a decoder's attention that octet's rewrites fuse (not with OCTET_QDQ=0 "
+              "or rewrites off)");
+  std::unique_ptr<KvCache> cache(new KvCache());
+  cache->owner_ = impl_.get();
+  cache->state_ = std::make_unique<KvCacheState>();
+  cache->state_->reserve = reserve_rows;
+  cache->state_->nodes.resize(impl_->cache_slots);
+  const Graph &g = impl_->model.graph;
+  for (int v : impl_->cached_inputs) cache->inputs_.push_back(g.values[v].name);
+  for (int v : impl_->cached_outputs) cache->outputs_.push_back(g.values[v].name);
+  return cache;
+}
+
+KvCache::KvCache() = default;
+KvCache::~KvCache() = default;
+int64_t KvCache::length() const { return state_->length; }
+
+void KvCache::Truncate(int64_t length) {
+  OCTET_CHECK(length >= 0 && length <= state_->length, "a KV cache of ", state_->length,
+              " positions cannot be truncated to ", length);
+  state_->length = length;
 }
 
 }  // namespace octet

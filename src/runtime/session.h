@@ -66,6 +66,36 @@ struct SessionProfile {
   std::vector<OpTime> ops;  // most time first
 };
 
+struct KvCacheState;
+
+// A decoder's keys and values held across runs (InferenceSession::NewKvCache). A run
+// given the cache takes the model's past key and value inputs from it and appends the
+// step's new rows to it in place, where the graph run as written copies the whole cache
+// into its present outputs at every step (docs/design.md, "What a decoding step pays for
+// its context"); the bits of every output are the same. One cache holds one sequence
+// of one batch size and serves the session that made it; runs given it are serialized
+// like the session's others, and Truncate must not overlap one.
+class KvCache {
+ public:
+  ~KvCache();
+  // Rows held per head: the positions run through the cache so far.
+  int64_t length() const;
+  // Keeps the first `length` positions (at most length()) and drops the rest: the next
+  // run continues from there (rewinding a sequence, or reusing a prompt's prefix).
+  void Truncate(int64_t length);
+  // The graph inputs it stands for (the past keys and values), and the outputs that
+  // hand them back with the step's rows (the presents), in the model's order.
+  const std::vector<std::string>& inputs() const { return inputs_; }
+  const std::vector<std::string>& outputs() const { return outputs_; }
+
+ private:
+  friend class InferenceSession;
+  KvCache();
+  const void* owner_ = nullptr;
+  std::unique_ptr<KvCacheState> state_;
+  std::vector<std::string> inputs_, outputs_;
+};
+
 // Every failure of these calls is an octet::Error: bad model bytes, unsupported
 // operators, bad feeds, tensors beyond max_tensor_bytes, running out of memory. A message
 // that starts with "internal" is a bug in octet. Run may be called from any number of
@@ -96,6 +126,16 @@ class InferenceSession {
   // with keep_intermediates they may also name intermediates().
   std::vector<Tensor> Run(const std::vector<std::pair<std::string, Tensor>>& feeds,
                           const std::vector<std::string>& output_names = {});
+  // The same with a KV cache from NewKvCache: the cache's inputs are not fed (they are
+  // its rows), and its outputs come back only when output_names name them (a copy of
+  // its rows). A run that fails leaves the cache as it was.
+  std::vector<Tensor> Run(const std::vector<std::pair<std::string, Tensor>>& feeds,
+                          const std::vector<std::string>& output_names, KvCache& cache);
+  // A KV cache for Run, with room for reserve_rows rows per head before it grows. Throws
+  // when the model has none octet can hold: after the rewrites, each present key and
+  // value must be Concat(past, new, axis=2) of a past graph input that the Concat alone
+  // reads, taken into octet's decoder attention (rewrite/float_attention.h).
+  std::unique_ptr<KvCache> NewKvCache(int64_t reserve_rows = 0);
 
   // Times every kernel call by op type from now on (on) or stops (off); the
   // counters add up until the session ends. OCTET_PROFILE=1 in the environment

@@ -15,6 +15,7 @@
 #include "core/thread_pool.h"
 #include "graph/octet_ops.h"
 #include "int_op_test_util.h"
+#include "ops/kv_cache.h"
 #include "ops/registry.h"
 #include "rewrite/qdq_lookup.h"
 
@@ -151,6 +152,129 @@ Tensor Scalar(DType type, float value) {
   if (type == DType::kUInt8) t.data<uint8_t>()[0] = static_cast<uint8_t>(value);
   if (type == DType::kInt8) t.data<int8_t>()[0] = static_cast<int8_t>(value);
   return t;
+}
+
+// The decoder form with appends_kv, run on a KV cache state as a session runs it (the
+// length advanced after each run), against the Concat nodes and the keys_rows form
+// reading their presents: the same bits for the attention and for the presents when
+// asked for, whether the cache grows (reserve 0) or has room, with a prefill of several
+// rows, chunks and single rows, on one thread and three.
+TEST(FloatAttention, AppendingToAKvCacheGivesTheConcatsBits) {
+  ThreadPool pool3(3);
+  constexpr int64_t kBatch = 2, kKvHeads = 2, kGroup = 3, kSize = 8;
+  const std::map<std::string, Attribute> decoder = {
+      {"keys_rows", Attribute::Int(1)},      {"scale_mul", Attribute::Int(1)},
+      {"kv_repeat", Attribute::Int(kGroup)}, {"kv_heads", Attribute::Int(kKvHeads * kGroup)},
+      {"kv_size", Attribute::Int(kSize)},    {"v_size", Attribute::Int(kSize)}};
+  Node node;
+  node.name = "node_under_test";
+  node.domain = kOctetDomain;
+  node.op_type = kFloatAttentionOp;
+  node.opset = 1;
+  node.attributes = decoder;
+  node.attributes["appends_kv"] = Attribute::Int(1);
+  node.attributes["cache_slot"] = Attribute::Int(0);
+  node.inputs = {0, 1, 2, 3, 4, 5, 6};
+  node.outputs = {7, 8, 9};
+  const std::vector<DType> types(7, DType::kFloat32);
+  const KernelDef& def = KernelRegistry::Global().Find(node, types);
+  EXPECT_EQ(def.infer_types(node, types), std::vector<DType>(3, DType::kFloat32));
+  const Tensor factor = Scalar(DType::kFloat32, 0.35f);
+  uint32_t seed = 100;
+  for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool3})
+    for (int64_t reserve : {0, 40}) {
+      auto kernel = def.create(KernelInit{node, types, {7, nullptr}, pool});
+      KvCacheState cache;
+      cache.reserve = reserve;
+      cache.nodes.resize(1);
+      Tensor past_k(DType::kFloat32, {kBatch, kKvHeads, 0, kSize}), past_v = past_k;
+      int step = 0;
+      for (int64_t rows : {5, 1, 3, 1, 13, 1}) {
+        const int64_t all = cache.length + rows;
+        const Tensor q = Random({kBatch, kKvHeads * kGroup, rows, kSize}, seed++, 1.f);
+        const Tensor new_k = Random({kBatch, kKvHeads, rows, kSize}, seed++, 1.f);
+        const Tensor new_v = Random({kBatch, kKvHeads, rows, kSize}, seed++, 1.f);
+        Tensor mask = Random({kBatch, 1, rows, all}, seed++, 1.f);
+        for (int64_t i = 0; i < rows; ++i)  // causal: row i sees the keys up to its position
+          for (int64_t j = cache.length + i + 1; j < all; ++j)
+            for (int64_t b = 0; b < kBatch; ++b)
+              mask.data<float>()[(b * rows + i) * all + j] = -1e30f;
+        const std::map<std::string, Attribute> rows_axis = {{"axis", Attribute::Int(2)}};
+        const Tensor present_k = int_test::RunNode("Concat", 13, {past_k, new_k}, rows_axis);
+        const Tensor present_v = int_test::RunNode("Concat", 13, {past_v, new_v}, rows_axis);
+        int_test::NodeRun how{.domain = kOctetDomain, .attributes = decoder, .pool = pool};
+        const Tensor expected =
+            int_test::RunNode(kFloatAttentionOp, 1, {q, present_k, factor, mask, present_v}, how);
+
+        cache.presents_wanted = step % 2 == 1;
+        cache.appended = -1;
+        const Tensor unfed;  // the past inputs are the cache's
+        KernelContext ctx(node, {&q, &unfed, &factor, &mask, &unfed, &new_k, &new_v}, pool);
+        ctx.set_kv_cache(&cache);
+        kernel->Run(ctx);
+        const std::string what = "rows " + std::to_string(rows) + " at " +
+                                 std::to_string(cache.length) + ", reserve " +
+                                 std::to_string(reserve);
+        ASSERT_EQ(ctx.outputs()[0].shape(), expected.shape()) << what;
+        EXPECT_EQ(std::memcmp(ctx.outputs()[0].raw(), expected.raw(), expected.nbytes()), 0)
+            << what;
+        EXPECT_EQ(cache.appended, rows);
+        if (cache.presents_wanted) {
+          for (int i : {1, 2}) {
+            const Tensor& want = i == 1 ? present_k : present_v;
+            ASSERT_EQ(ctx.outputs()[i].shape(), want.shape()) << what;
+            EXPECT_EQ(std::memcmp(ctx.outputs()[i].raw(), want.raw(), want.nbytes()), 0) << what;
+          }
+        } else {
+          EXPECT_FALSE(ctx.outputs()[1].defined()) << what;
+        }
+        // Run as the graph is (no cache), the node gives the same bits and the presents.
+        KernelContext graph_ctx(node, {&q, &past_k, &factor, &mask, &past_v, &new_k, &new_v}, pool);
+        kernel->Run(graph_ctx);
+        EXPECT_EQ(std::memcmp(graph_ctx.outputs()[0].raw(), expected.raw(), expected.nbytes()), 0)
+            << what;
+        EXPECT_EQ(std::memcmp(graph_ctx.outputs()[1].raw(), present_k.raw(), present_k.nbytes()), 0)
+            << what;
+        cache.length = all;
+        past_k = present_k;
+        past_v = present_v;
+        ++step;
+      }
+      EXPECT_GE(cache.nodes[0].keys.dim(2), cache.length);
+    }
+}
+
+TEST(FloatAttention, AppendingRefusesAnotherBatchSize) {
+  Node node;
+  node.name = "node_under_test";
+  node.domain = kOctetDomain;
+  node.op_type = kFloatAttentionOp;
+  node.opset = 1;
+  node.attributes = {{"keys_rows", Attribute::Int(1)},
+                     {"appends_kv", Attribute::Int(1)},
+                     {"cache_slot", Attribute::Int(0)}};
+  node.inputs = {0, 1, 2, 3, 4, 5, 6};
+  node.outputs = {7, 8, 9};
+  const std::vector<DType> types(7, DType::kFloat32);
+  auto kernel =
+      KernelRegistry::Global()
+          .Find(node, types)
+          .create(KernelInit{node, types, std::vector<const Tensor*>(7, nullptr), nullptr});
+  KvCacheState cache;
+  cache.nodes.resize(1);
+  const Tensor factor = Scalar(DType::kFloat32, 1.f), unfed;
+  auto run = [&](int64_t batch) {
+    const Tensor q = Random({batch, 2, 1, 4}, 1, 1.f), rows = Random({batch, 2, 1, 4}, 2, 1.f);
+    const Tensor mask(DType::kFloat32, {batch, 1, 1, cache.length + 1});
+    KernelContext ctx(node, {&q, &unfed, &factor, &mask, &unfed, &rows, &rows}, nullptr);
+    ctx.set_kv_cache(&cache);
+    cache.appended = -1;
+    kernel->Run(ctx);
+    cache.length += cache.appended;
+  };
+  run(1);
+  int_test::ExpectError([&] { run(2); },
+                        {"node_under_test", "[1, 2, 1, 4]", "a cache serves one batch size"});
 }
 
 TEST(MaskedSoftmax, SameBitsAsTheSeparateNodes) {

@@ -1,0 +1,35 @@
+// The keys and values a decoder's attention keeps across runs when the caller holds a
+// KV cache (runtime/session.h, KvCache): the graph's present = Concat(past, new) then
+// appends the new rows in place instead of copying the whole cache every step.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace octet {
+
+class ThreadPool;
+
+// One attention node's rows: [batch, kv heads, capacity, head size], each head's rows
+// `capacity` rows apart so that a step appends to every head in place.
+struct KvCacheRows {
+  Tensor keys, values;  // undefined until the node's first run
+};
+
+struct KvCacheState {
+  int64_t length = 0;   // rows held per head, the same in every node's; set by the runtime
+  int64_t reserve = 0;  // the capacity a node's rows start with (grown when a run needs more)
+  // The rows this run appends: set by the first node that appends, checked by the others.
+  int64_t appended = -1;
+  bool presents_wanted = false;    // the caller asked for the present outputs
+  std::vector<KvCacheRows> nodes;  // by the attention node's cache_slot attribute
+};
+
+// count elements from each of `heads` runs of src (head_stride apart) to dst's (its
+// head_stride apart): the copies of appending, growing and reading back a cache.
+void CopyHeadRows(const float* src, int64_t src_head_stride, float* dst, int64_t dst_head_stride,
+                  int64_t heads, int64_t count, ThreadPool* pool);
+
+}  // namespace octet
