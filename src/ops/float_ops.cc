@@ -431,26 +431,52 @@ class FloatAttentionKernel : public OpKernel {
   }
 
   // Keys or values [batch, kv heads, rows, size], each head's rows head_stride elements
-  // apart: rows x size in a tensor, more in a KV cache (room for the rows to come).
+  // apart: rows x size in a tensor, more in a KV cache (room for the rows to come). A
+  // cache's keys are packed (panel > 0): each head is K^T as the float GEMM's packed B,
+  // in panels of `panel` rows on `path` (ops/kv_cache.h).
   struct HeadRows {
     const Tensor* tensor = nullptr;  // the rows as a tensor (of any rank), when they are one
     const float* data = nullptr;
     Shape shape;
     int64_t head_stride = 0;
+    int64_t panel = 0;
+    SgemmPath path = SgemmPath::kScalar;
 
     static HeadRows Of(const Tensor& t) {
       return {&t, t.data<float>(), t.shape(), t.rank() == 4 ? t.dim(2) * t.dim(3) : 0};
     }
     int64_t dim(size_t i) const { return shape[i]; }
     size_t rank() const { return shape.size(); }
+    // The elements from a head's start that hold its rows (a packed head's whole panels).
+    int64_t HeadSpan() const { return PanelRows(shape[2], panel) * shape[3]; }
+    // Head h's keys as the product's B (K^T), packed here or now.
+    SgemmPacked KeysTransposed(int64_t h) const {
+      const float* head = data + h * head_stride;
+      return panel ? SgemmPackedBView(head, shape[3], shape[2], path)
+                   : SgemmPackBTransposed(head, shape[3], shape[2], shape[3]);
+    }
     Tensor ToTensor(ThreadPool* pool) const {
       if (tensor) return *tensor;
+      const int64_t heads = shape[0] * shape[1], rows = shape[2], size = shape[3];
       Tensor dense = Tensor::Uninitialized(DType::kFloat32, shape);
-      CopyHeadRows(data, head_stride, dense.data<float>(), shape[2] * shape[3], shape[0] * shape[1],
-                   shape[2] * shape[3], pool);
+      float* out = dense.data<float>();
+      if (!panel) {
+        CopyHeadRows(data, head_stride, out, rows * size, heads, rows * size, pool);
+        return dense;
+      }
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t j = 0; j < rows; ++j) {
+          const float* column = data + h * head_stride + j / panel * size * panel + j % panel;
+          for (int64_t p = 0; p < size; ++p) out[(h * rows + j) * size + p] = column[p * panel];
+        }
       return dense;
     }
   };
+
+  // rows rounded up to whole panels (panel 0: rows).
+  static int64_t PanelRows(int64_t rows, int64_t panel) {
+    return panel ? (rows + panel - 1) / panel * panel : rows;
+  }
 
   // appends_kv (decoders with a KV cache): inputs 1 and 4 are the past keys and values,
   // 5 and 6 the step's new ones, and outputs 1 and 2 the graph's presents, Concat(past,
@@ -473,8 +499,9 @@ class FloatAttentionKernel : public OpKernel {
                 "internal: ", ctx.node().Describe(), " has cache slot ", cache_slot_, " of ",
                 cache->nodes.size());
     KvCacheRows& rows = cache->nodes[cache_slot_];
-    const HeadRows k = Append(rows.keys, new_k, *cache, ctx);
-    const HeadRows v = Append(rows.values, new_v, *cache, ctx);
+    if (!rows.keys.defined()) rows.keys_path = SgemmPathFor(ActiveIsa());
+    const HeadRows k = Append(rows.keys, new_k, *cache, rows.keys_path, ctx);
+    const HeadRows v = Append(rows.values, new_v, *cache, std::nullopt, ctx);
     RunKeysRows(ctx, k, v);
     if (cache->presents_wanted) {
       if (ctx.output_wanted(1)) ctx.SetOutput(1, k.ToTensor(ctx.pool()));
@@ -509,10 +536,12 @@ class FloatAttentionKernel : public OpKernel {
   }
 
   // Appends rows [batch, kv heads, rows, head size] to one node's cached keys or values
-  // after the cache's length, growing them when full; the result reads all of them.
+  // (as rows, or packed as K^T for the float GEMM's path `packed`) after the cache's
+  // length, growing them when full; the result reads all of them.
   static HeadRows Append(Tensor& held, const Tensor& rows, KvCacheState& cache,
-                         KernelContext& ctx) {
+                         std::optional<SgemmPath> packed, KernelContext& ctx) {
     const Node& node = ctx.node();
+    const int64_t panel = packed ? SgemmPackedBPanel(*packed) : 0;
     CheckRows(rows, "new keys and values", node);
     const int64_t count = rows.dim(2), size = rows.dim(3), heads = rows.dim(0) * rows.dim(1);
     if (cache.appended < 0) cache.appended = count;
@@ -531,18 +560,32 @@ class FloatAttentionKernel : public OpKernel {
     }
     const int64_t length = cache.length, capacity = held.defined() ? held.dim(2) : 0;
     if (length + count > capacity) {
-      const int64_t grown = std::max({length + count, cache.reserve, 2 * capacity});
+      const int64_t grown =
+          PanelRows(std::max({length + count, cache.reserve, 2 * capacity}), panel);
       Tensor larger(DType::kFloat32, {rows.dim(0), rows.dim(1), grown, size});
+      // Packed heads keep their panels where they are as the capacity grows.
       if (length > 0)
         CopyHeadRows(held.data<float>(), capacity * size, larger.data<float>(), grown * size, heads,
-                     length * size, ctx.pool());
+                     PanelRows(length, panel) * size, ctx.pool());
       held = std::move(larger);
     }
     const int64_t head_stride = held.dim(2) * size;
     float* data = held.data<float>();
-    CopyHeadRows(rows.data<float>(), count * size, data + length * size, head_stride, heads,
-                 count * size, ctx.pool());
-    return {nullptr, data, {rows.dim(0), rows.dim(1), length + count, size}, head_stride};
+    const float* src = rows.data<float>();
+    if (!panel) {
+      CopyHeadRows(src, count * size, data + length * size, head_stride, heads, count * size,
+                   ctx.pool());
+    } else {
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t r = 0; r < count; ++r) {
+          const int64_t j = length + r;
+          float* column = data + h * head_stride + j / panel * size * panel + j % panel;
+          const float* row = src + (h * count + r) * size;
+          for (int64_t p = 0; p < size; ++p) column[p * panel] = row[p];
+        }
+    }
+    return {nullptr,     data,  {rows.dim(0), rows.dim(1), length + count, size},
+            head_stride, panel, packed.value_or(SgemmPath::kScalar)};
   }
 
   // The decoder form (keys_rows): each (sequence, key and value head) entry start to end
@@ -599,11 +642,11 @@ class FloatAttentionKernel : public OpKernel {
         const int64_t first_row = (b * heads + first_head) * m;
         const float* k_head = k.data + kv * k.head_stride;
         const float* v_head = v.data + kv * v.head_stride;
-        const SgemmPacked k_packed = SgemmPackBTransposed(k_head, d, n, d);
+        const SgemmPacked k_packed = k.KeysTransposed(kv);
         if (heads_per_entry == 1 && mask_step == 1) {
           const float* mask_head = pm + b * mask_strides[0] + first_head * mask_strides[1];
-          if (SkipsHiddenKeys(hidden, pq + first_row * d, kv, k_head, v_head, mask_head,
-                              mask_strides[2], m, n, d, dv, *factor_value)) {
+          if (SkipsHiddenKeys(hidden, pq + first_row * d, kv, k_head, k.HeadSpan(), v_head,
+                              mask_head, mask_strides[2], m, n, d, dv, *factor_value)) {
             RunMaskedTail(m, n, d, dv, pq + first_row * d, k_packed, v_head, mask_head,
                           mask_strides[2], factor_value, hidden.kept, scores.data(),
                           po + first_row * dv);
@@ -654,9 +697,11 @@ class FloatAttentionKernel : public OpKernel {
   // the mask (a causal mask hides the future). False when skipping them could change a
   // bit: a q, k or v value that is not finite, scores that could reach kScoreBound, or
   // no hidden key at all.
+  // k_count: the elements of k (a packed head's whole panels: what pads them only raises
+  // the bound, or makes it infinite, and so never skips where the rows would not).
   bool SkipsHiddenKeys(HiddenKeys& hidden, const float* q, int64_t kv, const float* k,
-                       const float* v, const float* mask, int64_t mask_row_stride, int64_t m,
-                       int64_t n, int64_t d, int64_t dv, float factor) const {
+                       int64_t k_count, const float* v, const float* mask, int64_t mask_row_stride,
+                       int64_t m, int64_t n, int64_t d, int64_t dv, float factor) const {
     if (hidden.mask != mask) {
       hidden.mask = mask;
       hidden.kept.assign(m, n);
@@ -672,7 +717,7 @@ class FloatAttentionKernel : public OpKernel {
     if (!hidden.any_hidden) return false;
     if (hidden.kv != kv) {
       hidden.kv = kv;
-      hidden.k_max = MaxAbsBits(k, n * d);
+      hidden.k_max = MaxAbsBits(k, k_count);
       hidden.v_finite = MaxAbsBits(v, n * dv) < kNonFiniteBits;
     }
     const uint32_t q_max = MaxAbsBits(q, m * d);

@@ -7,15 +7,20 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "kernels/float/sgemm.h"
 
 namespace octet {
 
 class ThreadPool;
 
-// One attention node's rows: [batch, kv heads, capacity, head size], each head's rows
-// `capacity` rows apart so that a step appends to every head in place.
+// One attention node's rows, [batch, kv heads, capacity, head size], each head's rows
+// `capacity` rows apart so that a step appends to every head in place. The values are
+// rows; each head of the keys holds K^T as the float GEMM's packed B on keys_path
+// (kernels/float/sgemm.h: panels of SgemmPackedBPanel keys, capacity a whole number of
+// them), which the attention's product reads as it is instead of packing it every step.
 struct KvCacheRows {
   Tensor keys, values;  // undefined until the node's first run
+  SgemmPath keys_path = SgemmPath::kScalar;
 };
 
 struct KvCacheState {

@@ -199,6 +199,21 @@ SgemmPacked SgemmAllocatePackedB(int64_t K, int64_t N, SgemmPath path) {
   return packed;
 }
 
+int SgemmPackedBPanel(SgemmPath path) { return ShapeFor(path).nr; }
+
+SgemmPacked SgemmPackedBView(const float* panels, int64_t K, int64_t N, SgemmPath path) {
+  OCTET_CHECK(N >= 0 && K >= 0 && reinterpret_cast<uintptr_t>(panels) % 64 == 0,
+              "float GEMM: cannot view a packed B of ", K, "x", N, " at an unaligned address");
+  SgemmPacked packed;
+  packed.path = path;
+  packed.rows = N;
+  packed.K = K;
+  packed.panel = ShapeFor(path).nr;
+  // Not owned: an empty owner aliasing the panels.
+  packed.data = std::shared_ptr<float>(std::shared_ptr<float>(), const_cast<float*>(panels));
+  return packed;
+}
+
 SgemmPacked SgemmPackBTransposed(const float* b_t, int64_t K, int64_t N, int64_t ld,
                                  SgemmPath path) {
   OCTET_CHECK(N >= 0 && K >= 0 && ld >= K, "float GEMM: cannot pack B of ", K, "x", N,

@@ -50,6 +50,15 @@ SgemmPacked SgemmPackBTransposed(const float* b_t, int64_t K, int64_t N, int64_t
 // Zero-filled; the producer may refill it for another B of the same size.
 SgemmPacked SgemmAllocatePackedB(int64_t K, int64_t N, SgemmPath path);
 
+// The columns in one panel of a packed B on `path` (SgemmPacked::panel).
+int SgemmPackedBPanel(SgemmPath path);
+
+// A packed B of K x N read from panels its owner keeps, laid out as SgemmAllocatePackedB's
+// (panel q holds columns q * panel .. as K rows of `panel` floats) from a 64-byte aligned
+// `panels`, which must outlive the view's use. The owner may keep room for more columns:
+// the first N columns' panels do not depend on N.
+SgemmPacked SgemmPackedBView(const float* panels, int64_t K, int64_t N, SgemmPath path);
+
 // An operand as the GEMM reads it: either row-major memory or packed.
 struct SgemmOperand {
   const float* data = nullptr;  // row-major, when packed is null
