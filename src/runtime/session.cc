@@ -1,6 +1,7 @@
 #include "runtime/session.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -138,6 +139,11 @@ struct InferenceSession::Impl {
   // that append to it (FuseKvAppend), one slot per node.
   std::vector<int> cached_inputs, cached_outputs;
   int64_t cache_slots = 0;
+  // Names the session to its caches: a later session may reuse this one's address.
+  const uint64_t id = [] {
+    static std::atomic<uint64_t> sessions{0};
+    return ++sessions;
+  }();
 
   ~Impl() {
     if (print_profile) PrintProfile();
@@ -541,7 +547,7 @@ std::vector<Tensor> InferenceSession::Run(const std::vector<std::pair<std::strin
 std::vector<Tensor> InferenceSession::Run(const std::vector<std::pair<std::string, Tensor>> &feeds,
                                           const std::vector<std::string> &output_names,
                                           KvCache &cache) {
-  OCTET_CHECK(cache.owner_ == impl_.get(),
+  OCTET_CHECK(cache.session_id_ == impl_->id,
               "the KV cache was made by another session: a cache serves the session that made it");
   return Guarded(impl_->max_tensor_bytes,
                  [&] { return impl_->Run(feeds, output_names, cache.state_.get()); });
@@ -555,7 +561,7 @@ std::unique_ptr<KvCache> InferenceSession::NewKvCache(int64_t reserve_rows) {
               "feeding a decoder's attention that octet's rewrites fuse (not with OCTET_QDQ=0 "
               "or rewrites off)");
   std::unique_ptr<KvCache> cache(new KvCache());
-  cache->owner_ = impl_.get();
+  cache->session_id_ = impl_->id;
   cache->state_ = std::make_unique<KvCacheState>();
   cache->state_->reserve = reserve_rows;
   cache->state_->nodes.resize(impl_->cache_slots);

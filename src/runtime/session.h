@@ -91,7 +91,7 @@ class KvCache {
  private:
   friend class InferenceSession;
   KvCache();
-  const void* owner_ = nullptr;
+  uint64_t session_id_ = 0;  // the session's, unique in the process (not its address)
   std::unique_ptr<KvCacheState> state_;
   std::vector<std::string> inputs_, outputs_;
 };

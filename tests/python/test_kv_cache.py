@@ -108,6 +108,10 @@ def test_misuse_is_an_error_that_leaves_the_cache_as_it_was(tiny, monkeypatch):
     with pytest.raises(octet.OctetError, match="made by another session"):
         octet.InferenceSession(path).run(["logits"], feeds_at(next_ids, next_mask, start),
                                          kv_cache=cache)
+    # A cache whose session is gone serves no other, even one made where it was.
+    orphan = octet.InferenceSession(path).new_kv_cache()
+    with pytest.raises(octet.OctetError, match="made by another session"):
+        octet.InferenceSession(path).run(["logits"], feeds_at(ids, mask, 0), kv_cache=orphan)
     two = decoder.batch_feeds(PROMPTS)
     with pytest.raises(octet.OctetError, match="a cache serves one batch size"):
         session.run(["logits"], feeds_at(two["input_ids"][:, -1:],
