@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <optional>
@@ -430,16 +431,18 @@ class FloatAttentionKernel : public OpKernel {
     }
   }
 
-  // Keys or values [batch, kv heads, rows, size], each head's rows head_stride elements
-  // apart: rows x size in a tensor, more in a KV cache (room for the rows to come). A
-  // cache's keys are packed (panel > 0): each head is K^T as the float GEMM's packed B,
-  // in panels of `panel` rows on `path` (ops/kv_cache.h).
+  // How keys or values [batch, kv heads, rows, size] lie: rows (head_stride elements
+  // from one head to the next), or as a KV cache keeps them, as the float GEMM's packed B
+  // on `path` in panels of `panel` (ops/kv_cache.h): the keys' K^T (panels of rows), the
+  // values' V (panels of columns, each `capacity` rows long).
+  enum class Layout { kRows, kPackedKeys, kPackedValues };
   struct HeadRows {
     const Tensor* tensor = nullptr;  // the rows as a tensor (of any rank), when they are one
     const float* data = nullptr;
     Shape shape;
     int64_t head_stride = 0;
-    int64_t panel = 0;
+    Layout layout = Layout::kRows;
+    int64_t panel = 0, capacity = 0;
     SgemmPath path = SgemmPath::kScalar;
 
     static HeadRows Of(const Tensor& t) {
@@ -448,27 +451,45 @@ class FloatAttentionKernel : public OpKernel {
     int64_t dim(size_t i) const { return shape[i]; }
     size_t rank() const { return shape.size(); }
     // The elements from a head's start that hold its rows (a packed head's whole panels).
-    int64_t HeadSpan() const { return PanelRows(shape[2], panel) * shape[3]; }
-    // Head h's keys as the product's B (K^T), packed here or now.
+    int64_t HeadSpan() const {
+      if (layout == Layout::kPackedKeys) return PanelRows(shape[2], panel) * shape[3];
+      return layout == Layout::kPackedValues ? head_stride : shape[2] * shape[3];
+    }
+    // Head h's keys as the scores' B (K^T), packed here or now.
     SgemmPacked KeysTransposed(int64_t h) const {
       const float* head = data + h * head_stride;
-      return panel ? SgemmPackedBView(head, shape[3], shape[2], path)
-                   : SgemmPackBTransposed(head, shape[3], shape[2], shape[3]);
+      return layout == Layout::kPackedKeys
+                 ? SgemmPackedBView(head, shape[3], shape[2], path)
+                 : SgemmPackBTransposed(head, shape[3], shape[2], shape[3]);
+    }
+    // Head h's first `rows` values as the probabilities' packed B (kPackedValues).
+    SgemmPacked PackedValues(int64_t h, int64_t rows) const {
+      return SgemmPackedBView(data + h * head_stride, rows, shape[3], path, capacity * panel);
+    }
+    // Element (head h, row j, column p).
+    float At(int64_t h, int64_t j, int64_t p) const {
+      const float* head = data + h * head_stride;
+      switch (layout) {
+        case Layout::kPackedKeys:
+          return head[j / panel * shape[3] * panel + p * panel + j % panel];
+        case Layout::kPackedValues:
+          return head[p / panel * capacity * panel + j * panel + p % panel];
+        default:
+          return head[j * shape[3] + p];
+      }
     }
     Tensor ToTensor(ThreadPool* pool) const {
       if (tensor) return *tensor;
       const int64_t heads = shape[0] * shape[1], rows = shape[2], size = shape[3];
       Tensor dense = Tensor::Uninitialized(DType::kFloat32, shape);
       float* out = dense.data<float>();
-      if (!panel) {
+      if (layout == Layout::kRows) {
         CopyHeadRows(data, head_stride, out, rows * size, heads, rows * size, pool);
         return dense;
       }
       for (int64_t h = 0; h < heads; ++h)
-        for (int64_t j = 0; j < rows; ++j) {
-          const float* column = data + h * head_stride + j / panel * size * panel + j % panel;
-          for (int64_t p = 0; p < size; ++p) out[(h * rows + j) * size + p] = column[p * panel];
-        }
+        for (int64_t j = 0; j < rows; ++j)
+          for (int64_t p = 0; p < size; ++p) out[(h * rows + j) * size + p] = At(h, j, p);
       return dense;
     }
   };
@@ -499,9 +520,9 @@ class FloatAttentionKernel : public OpKernel {
                 "internal: ", ctx.node().Describe(), " has cache slot ", cache_slot_, " of ",
                 cache->nodes.size());
     KvCacheRows& rows = cache->nodes[cache_slot_];
-    if (!rows.keys.defined()) rows.keys_path = SgemmPathFor(ActiveIsa());
-    const HeadRows k = Append(rows.keys, new_k, *cache, rows.keys_path, ctx);
-    const HeadRows v = Append(rows.values, new_v, *cache, std::nullopt, ctx);
+    if (!rows.keys.defined()) rows.path = SgemmPathFor(ActiveIsa());
+    const HeadRows k = Append(rows.keys, new_k, *cache, Layout::kPackedKeys, rows.path, ctx);
+    const HeadRows v = Append(rows.values, new_v, *cache, Layout::kPackedValues, rows.path, ctx);
     RunKeysRows(ctx, k, v);
     if (cache->presents_wanted) {
       if (ctx.output_wanted(1)) ctx.SetOutput(1, k.ToTensor(ctx.pool()));
@@ -535,57 +556,70 @@ class FloatAttentionKernel : public OpKernel {
     return out;
   }
 
-  // Appends rows [batch, kv heads, rows, head size] to one node's cached keys or values
-  // (as rows, or packed as K^T for the float GEMM's path `packed`) after the cache's
-  // length, growing them when full; the result reads all of them.
-  static HeadRows Append(Tensor& held, const Tensor& rows, KvCacheState& cache,
-                         std::optional<SgemmPath> packed, KernelContext& ctx) {
+  // Appends rows [batch, kv heads, rows, head size] to one node's cached keys or values,
+  // packed as `layout` for the float GEMM's `path`, after the cache's length, growing them
+  // when full; the result reads all of them.
+  static HeadRows Append(Tensor& held, const Tensor& rows, KvCacheState& cache, Layout layout,
+                         SgemmPath path, KernelContext& ctx) {
     const Node& node = ctx.node();
-    const int64_t panel = packed ? SgemmPackedBPanel(*packed) : 0;
     CheckRows(rows, "new keys and values", node);
     const int64_t count = rows.dim(2), size = rows.dim(3), heads = rows.dim(0) * rows.dim(1);
+    const int64_t panel = SgemmPackedBPanel(path);
+    const bool keys = layout == Layout::kPackedKeys;
+    // Keys: capacity in whole panels of rows; values: columns in whole panels.
+    const int64_t row_panel = keys ? panel : 0, columns = keys ? size : PanelRows(size, panel);
     if (cache.appended < 0) cache.appended = count;
     OCTET_CHECK(cache.appended == count, node.Describe(), ": appends ", count,
                 " rows to the KV cache, where another attention node of this run appended ",
                 cache.appended);
     if (held.defined()) {
-      OCTET_CHECK(held.dim(0) == rows.dim(0) && held.dim(1) == rows.dim(1) && held.dim(3) == size,
-                  node.Describe(), ": the KV cache holds keys and values of shape [", held.dim(0),
-                  ", ", held.dim(1), ", ", cache.length, ", ", held.dim(3),
-                  "], the new ones have shape ", ShapeToString(rows.shape()),
-                  ": a cache serves one batch size");
+      OCTET_CHECK(
+          held.dim(0) == rows.dim(0) && held.dim(1) == rows.dim(1) && held.dim(3) == columns,
+          node.Describe(), ": the KV cache holds keys and values of shape [", held.dim(0), ", ",
+          held.dim(1), ", ", cache.length, ", ", size, "], the new ones have shape ",
+          ShapeToString(rows.shape()), ": a cache serves one batch size");
     } else {
       OCTET_CHECK(cache.length == 0, "internal: ", node.Describe(), " holds no rows of the ",
                   cache.length, " in the KV cache");
     }
     const int64_t length = cache.length, capacity = held.defined() ? held.dim(2) : 0;
+    // A head's panels, each `capacity` rows long for the values (so that a row appends in
+    // place); the keys' panels are each a whole head's worth of keys.
+    const int64_t value_panels = keys ? 1 : columns / panel;
     if (length + count > capacity) {
       const int64_t grown =
-          PanelRows(std::max({length + count, cache.reserve, 2 * capacity}), panel);
-      Tensor larger(DType::kFloat32, {rows.dim(0), rows.dim(1), grown, size});
-      // Packed heads keep their panels where they are as the capacity grows.
-      if (length > 0)
-        CopyHeadRows(held.data<float>(), capacity * size, larger.data<float>(), grown * size, heads,
-                     PanelRows(length, panel) * size, ctx.pool());
+          PanelRows(std::max({length + count, cache.reserve, 2 * capacity}), row_panel);
+      Tensor larger(DType::kFloat32, {rows.dim(0), rows.dim(1), grown, columns});
+      // The keys' panels stay where they are as the capacity grows; each values panel
+      // moves to its new start.
+      if (length > 0) {
+        const int64_t run = keys ? PanelRows(length, panel) * size : length * panel;
+        CopyHeadRows(held.data<float>(), keys ? capacity * size : capacity * panel,
+                     larger.data<float>(), keys ? grown * size : grown * panel,
+                     heads * value_panels, run, ctx.pool());
+      }
       held = std::move(larger);
     }
-    const int64_t head_stride = held.dim(2) * size;
+    const int64_t head_stride = held.dim(2) * columns, held_rows = held.dim(2);
     float* data = held.data<float>();
     const float* src = rows.data<float>();
-    if (!panel) {
-      CopyHeadRows(src, count * size, data + length * size, head_stride, heads, count * size,
-                   ctx.pool());
-    } else {
-      for (int64_t h = 0; h < heads; ++h)
-        for (int64_t r = 0; r < count; ++r) {
-          const int64_t j = length + r;
-          float* column = data + h * head_stride + j / panel * size * panel + j % panel;
-          const float* row = src + (h * count + r) * size;
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t r = 0; r < count; ++r) {
+        const int64_t j = length + r;
+        const float* row = src + (h * count + r) * size;
+        float* head = data + h * head_stride;
+        if (keys) {
+          float* column = head + j / panel * size * panel + j % panel;
           for (int64_t p = 0; p < size; ++p) column[p * panel] = row[p];
+        } else {
+          for (int64_t q = 0; q * panel < size; ++q)
+            std::memcpy(head + q * held_rows * panel + j * panel, row + q * panel,
+                        std::min(panel, size - q * panel) * sizeof(float));
         }
-    }
-    return {nullptr,     data,  {rows.dim(0), rows.dim(1), length + count, size},
-            head_stride, panel, packed.value_or(SgemmPath::kScalar)};
+      }
+    return {nullptr,     data,   {rows.dim(0), rows.dim(1), length + count, size},
+            head_stride, layout, panel,
+            held_rows,   path};
   }
 
   // The decoder form (keys_rows): each (sequence, key and value head) entry start to end
@@ -643,13 +677,15 @@ class FloatAttentionKernel : public OpKernel {
         const float* k_head = k.data + kv * k.head_stride;
         const float* v_head = v.data + kv * v.head_stride;
         const SgemmPacked k_packed = k.KeysTransposed(kv);
+        const bool v_packed = v.layout == Layout::kPackedValues;
+        const SgemmPacked v_panels = v_packed ? v.PackedValues(kv, n) : SgemmPacked{};
         if (heads_per_entry == 1 && mask_step == 1) {
           const float* mask_head = pm + b * mask_strides[0] + first_head * mask_strides[1];
           if (SkipsHiddenKeys(hidden, pq + first_row * d, kv, k_head, k.HeadSpan(), v_head,
-                              mask_head, mask_strides[2], m, n, d, dv, *factor_value)) {
-            RunMaskedTail(m, n, d, dv, pq + first_row * d, k_packed, v_head, mask_head,
-                          mask_strides[2], factor_value, hidden.kept, scores.data(),
-                          po + first_row * dv);
+                              v.HeadSpan(), mask_head, mask_strides[2], m, n, d, *factor_value)) {
+            RunMaskedTail(m, n, d, dv, pq + first_row * d, k_packed, v_head,
+                          v_packed ? &v_panels : nullptr, mask_head, mask_strides[2], factor_value,
+                          hidden.kept, scores.data(), po + first_row * dv);
             continue;
           }
         }
@@ -663,7 +699,8 @@ class FloatAttentionKernel : public OpKernel {
                              mask_step);
         }
         Sgemm(rows, dv, n, SgemmOperand::RowMajor(scores.data(), n),
-              SgemmOperand::RowMajor(v_head, dv), po + first_row * dv, dv, nullptr);
+              v_packed ? SgemmOperand::Packed(v_panels) : SgemmOperand::RowMajor(v_head, dv),
+              po + first_row * dv, dv, nullptr);
       }
     };
     if (pool && entry_count > 1) {
@@ -697,11 +734,13 @@ class FloatAttentionKernel : public OpKernel {
   // the mask (a causal mask hides the future). False when skipping them could change a
   // bit: a q, k or v value that is not finite, scores that could reach kScoreBound, or
   // no hidden key at all.
-  // k_count: the elements of k (a packed head's whole panels: what pads them only raises
-  // the bound, or makes it infinite, and so never skips where the rows would not).
+  // k_count, v_count: the elements of k and v (a packed head's whole panels: what pads
+  // them only raises the bound or makes a value non-finite, and so never skips where the
+  // rows alone would not).
   bool SkipsHiddenKeys(HiddenKeys& hidden, const float* q, int64_t kv, const float* k,
-                       int64_t k_count, const float* v, const float* mask, int64_t mask_row_stride,
-                       int64_t m, int64_t n, int64_t d, int64_t dv, float factor) const {
+                       int64_t k_count, const float* v, int64_t v_count, const float* mask,
+                       int64_t mask_row_stride, int64_t m, int64_t n, int64_t d,
+                       float factor) const {
     if (hidden.mask != mask) {
       hidden.mask = mask;
       hidden.kept.assign(m, n);
@@ -718,7 +757,7 @@ class FloatAttentionKernel : public OpKernel {
     if (hidden.kv != kv) {
       hidden.kv = kv;
       hidden.k_max = MaxAbsBits(k, k_count);
-      hidden.v_finite = MaxAbsBits(v, n * dv) < kNonFiniteBits;
+      hidden.v_finite = MaxAbsBits(v, v_count) < kNonFiniteBits;
     }
     const uint32_t q_max = MaxAbsBits(q, m * d);
     if (q_max >= kNonFiniteBits || hidden.k_max >= kNonFiniteBits || !hidden.v_finite ||
@@ -746,10 +785,11 @@ class FloatAttentionKernel : public OpKernel {
   // -inf before the softmax (exp 0, as the hidden scores give) and no product reads
   // them (a probability of 0 times a finite value adds nothing to a chain). The
   // kept scores take the same chains and steps as the full rows.
+  // v: the values' rows, or v_packed: them as a packed B (its first rows are read).
   void RunMaskedTail(int64_t m, int64_t n, int64_t d, int64_t dv, const float* q,
-                     const SgemmPacked& k_packed, const float* v, const float* mask,
-                     int64_t mask_row_stride, const float* factor, const std::vector<int64_t>& kept,
-                     float* scores, float* out) const {
+                     const SgemmPacked& k_packed, const float* v, const SgemmPacked* v_packed,
+                     const float* mask, int64_t mask_row_stride, const float* factor,
+                     const std::vector<int64_t>& kept, float* scores, float* out) const {
     constexpr int64_t kBlockRows = 48;
     for (int64_t r0 = 0; r0 < m; r0 += kBlockRows) {
       const int64_t r1 = std::min(m, r0 + kBlockRows);
@@ -767,8 +807,14 @@ class FloatAttentionKernel : public OpKernel {
         // row's, and nothing reads the rest.
         vmath::SoftmaxRow(row, row, width);
       }
+      SgemmPacked values;  // its first `width` rows: a panel's rows do not depend on K
+      if (v_packed) {
+        values = *v_packed;
+        values.K = width;
+      }
       Sgemm(r1 - r0, dv, width, SgemmOperand::RowMajor(scores + r0 * n, n),
-            SgemmOperand::RowMajor(v, dv), out + r0 * dv, dv, nullptr);
+            v_packed ? SgemmOperand::Packed(values) : SgemmOperand::RowMajor(v, dv), out + r0 * dv,
+            dv, nullptr);
     }
   }
 

@@ -13,14 +13,17 @@ namespace octet {
 
 class ThreadPool;
 
-// One attention node's rows, [batch, kv heads, capacity, head size], each head's rows
-// `capacity` rows apart so that a step appends to every head in place. The values are
-// rows; each head of the keys holds K^T as the float GEMM's packed B on keys_path
-// (kernels/float/sgemm.h: panels of SgemmPackedBPanel keys, capacity a whole number of
-// them), which the attention's product reads as it is instead of packing it every step.
+// One attention node's rows, [batch, kv heads, capacity, head size], each head with room
+// for `capacity` rows so that a step appends to every head in place. Both are kept as the
+// float GEMM's packed B on `path` (kernels/float/sgemm.h), which the attention's products
+// read as they lie instead of packing or striding through them every step: each head of
+// the keys holds K^T in panels of SgemmPackedBPanel keys (capacity a whole number of
+// them), each head of the values holds V in panels of that many of its columns, each
+// panel `capacity` rows long (keys tensor [batch, kv heads, capacity, head size], values
+// [batch, kv heads, capacity, head size rounded up to whole panels]).
 struct KvCacheRows {
   Tensor keys, values;  // undefined until the node's first run
-  SgemmPath keys_path = SgemmPath::kScalar;
+  SgemmPath path = SgemmPath::kScalar;
 };
 
 struct KvCacheState {

@@ -201,14 +201,17 @@ SgemmPacked SgemmAllocatePackedB(int64_t K, int64_t N, SgemmPath path) {
 
 int SgemmPackedBPanel(SgemmPath path) { return ShapeFor(path).nr; }
 
-SgemmPacked SgemmPackedBView(const float* panels, int64_t K, int64_t N, SgemmPath path) {
-  OCTET_CHECK(N >= 0 && K >= 0 && reinterpret_cast<uintptr_t>(panels) % 64 == 0,
-              "float GEMM: cannot view a packed B of ", K, "x", N, " at an unaligned address");
+SgemmPacked SgemmPackedBView(const float* panels, int64_t K, int64_t N, SgemmPath path,
+                             int64_t panel_stride) {
   SgemmPacked packed;
   packed.path = path;
   packed.rows = N;
   packed.K = K;
   packed.panel = ShapeFor(path).nr;
+  OCTET_CHECK(N >= 0 && K >= 0 && (panel_stride == 0 || panel_stride >= K * packed.panel),
+              "float GEMM: cannot view a packed B of ", K, "x", N, " with panel stride ",
+              panel_stride);
+  packed.panel_stride = panel_stride;
   // Not owned: an empty owner aliasing the panels.
   packed.data = std::shared_ptr<float>(std::shared_ptr<float>(), const_cast<float*>(panels));
   return packed;
@@ -281,6 +284,8 @@ void Sgemm(int64_t M, int64_t N, int64_t K, const SgemmOperand& a, const SgemmOp
     b_local = Pack(b.data + b_full * nr, N - b_full * nr, K, 1, b.ld, path, false,
                    b_full == 0 && macs >= kParallelMinMacs ? pool : nullptr);
   const float* b_data = b.packed ? b.packed->data.get() : b_local.data.get();
+  const int64_t b_panel_stride =
+      b.packed && b.packed->panel_stride ? b.packed->panel_stride : K * nr;
 
   auto run_items = [&](int64_t begin, int64_t end) {
     alignas(64) float edge[kMaxTile] = {};
@@ -296,7 +301,7 @@ void Sgemm(int64_t M, int64_t N, int64_t K, const SgemmOperand& a, const SgemmOp
           const int64_t first_col = j < b_full ? std::min(j * nr, N - nr) : j * nr;
           const int64_t cols = std::min(nr, N - first_col);
           const float* b_panel = j < b_full ? b.data + pc * b.ld + first_col
-                                 : b.packed ? b_data + (j * K + pc) * nr
+                                 : b.packed ? b_data + j * b_panel_stride + pc * nr
                                             : b_data + pc * nr;
           const int64_t b_k_step = j < b_full ? b.ld : nr;
           for (int64_t i = i0; i < i1; ++i) {

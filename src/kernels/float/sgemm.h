@@ -32,6 +32,9 @@ struct SgemmPacked {
   int64_t K = 0;
   int panel = 1;
   std::shared_ptr<float> data;  // 64-byte aligned, panels x K x panel
+  // B only: floats from one panel's start to the next; 0: K x panel. A larger stride
+  // leaves each panel room for more k (rows of B) that its owner appends.
+  int64_t panel_stride = 0;
 };
 
 // Packs row-major A (M x K, leading dimension lda >= K).
@@ -54,10 +57,12 @@ SgemmPacked SgemmAllocatePackedB(int64_t K, int64_t N, SgemmPath path);
 int SgemmPackedBPanel(SgemmPath path);
 
 // A packed B of K x N read from panels its owner keeps, laid out as SgemmAllocatePackedB's
-// (panel q holds columns q * panel .. as K rows of `panel` floats) from a 64-byte aligned
-// `panels`, which must outlive the view's use. The owner may keep room for more columns:
-// the first N columns' panels do not depend on N.
-SgemmPacked SgemmPackedBView(const float* panels, int64_t K, int64_t N, SgemmPath path);
+// (panel q holds columns q * panel .. as K rows of `panel` floats) from `panels` (64-byte
+// aligned reads fastest), which must outlive the view's use. The owner may keep room for more
+// columns (the first N columns' panels do not depend on N) and, with panel_stride (floats from one
+// panel to the next, at least K x panel), for more rows.
+SgemmPacked SgemmPackedBView(const float* panels, int64_t K, int64_t N, SgemmPath path,
+                             int64_t panel_stride = 0);
 
 // An operand as the GEMM reads it: either row-major memory or packed.
 struct SgemmOperand {
