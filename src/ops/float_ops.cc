@@ -478,15 +478,12 @@ class FloatAttentionKernel : public OpKernel {
           return head[j * shape[3] + p];
       }
     }
-    Tensor ToTensor(ThreadPool* pool) const {
+    // The rows as a tensor: rows are one already (Of), a cache's packed heads are unpacked.
+    Tensor ToTensor() const {
       if (tensor) return *tensor;
       const int64_t heads = shape[0] * shape[1], rows = shape[2], size = shape[3];
       Tensor dense = Tensor::Uninitialized(DType::kFloat32, shape);
       float* out = dense.data<float>();
-      if (layout == Layout::kRows) {
-        CopyHeadRows(data, head_stride, out, rows * size, heads, rows * size, pool);
-        return dense;
-      }
       for (int64_t h = 0; h < heads; ++h)
         for (int64_t j = 0; j < rows; ++j)
           for (int64_t p = 0; p < size; ++p) out[(h * rows + j) * size + p] = At(h, j, p);
@@ -525,8 +522,8 @@ class FloatAttentionKernel : public OpKernel {
     const HeadRows v = Append(rows.values, new_v, *cache, Layout::kPackedValues, rows.path, ctx);
     RunKeysRows(ctx, k, v);
     if (cache->presents_wanted) {
-      if (ctx.output_wanted(1)) ctx.SetOutput(1, k.ToTensor(ctx.pool()));
-      if (ctx.output_wanted(2)) ctx.SetOutput(2, v.ToTensor(ctx.pool()));
+      if (ctx.output_wanted(1)) ctx.SetOutput(1, k.ToTensor());
+      if (ctx.output_wanted(2)) ctx.SetOutput(2, v.ToTensor());
     }
   }
 
@@ -645,7 +642,7 @@ class FloatAttentionKernel : public OpKernel {
            (kv_repeat_ == 0 || (kv_heads_ == heads && kv_size_ == d && v_size_ == dv)) &&
            BroadcastShapes(mask.shape(), scores_shape) == scores_shape;
     if (!fast) {
-      const Tensor k_tensor = k.ToTensor(pool), v_tensor = v.ToTensor(pool);
+      const Tensor k_tensor = k.ToTensor(), v_tensor = v.ToTensor();
       const Tensor keys = kv_repeat_ ? RepeatKv(k_tensor, kv_size_, node, pool) : k_tensor;
       const Tensor values = kv_repeat_ ? RepeatKv(v_tensor, v_size_, node, pool) : v_tensor;
       OCTET_CHECK(keys.rank() == 4, node.Describe(), ": k must have rank 4, got shape ",
