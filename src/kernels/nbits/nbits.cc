@@ -98,9 +98,12 @@ constexpr int64_t kItemsPerThread = 4;
 
 const PanelKernels& KernelsFor(Isa isa) {
 #if defined(__x86_64__) || defined(_M_X64)
-  const PanelKernels* kernels =
-      PickKernel(isa, "4-bit matmul", &kScalarPanels, &kAvx2Panels, &kAvx512Panels);
-  return isa == Isa::kAvx512Vnni ? kAvx512VnniPanels : *kernels;
+  // PickKernel also refuses a path this CPU cannot run.
+  const PanelKernels& vector_class =
+      *PickKernel(isa, "4-bit matmul", &kScalarPanels, &kAvx2Panels, &kAvx512Panels);
+  if (isa == Isa::kAvx512Vnni) return kAvx512VnniPanels;
+  if (isa == Isa::kAvxVnni) return kAvxVnniPanels;
+  return vector_class;
 #else
   return *PickKernel(isa, "4-bit matmul", &kScalarPanels, &kScalarPanels, &kScalarPanels);
 #endif

@@ -81,6 +81,7 @@ void QuantizeBlockScalar(const float* a, int64_t count, int8_t* q, int32_t* sum,
 extern const PanelKernels kScalarPanels;
 #if defined(__x86_64__) || defined(_M_X64)
 extern const PanelKernels kAvx2Panels;
+extern const PanelKernels kAvxVnniPanels;
 extern const PanelKernels kAvx512Panels;
 extern const PanelKernels kAvx512VnniPanels;
 #endif

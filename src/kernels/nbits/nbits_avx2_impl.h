@@ -1,0 +1,235 @@
+// The AVX2 panels of kernels/nbits/nbits.h: a k step of 16 columns is unpacked
+// once and used by every row of the tile. One row runs two panels at once, so
+// that two independent fma chains overlap.
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "kernels/for_count.h"
+#include "kernels/nbits/nbits_kernels.h"
+
+namespace octet::nbits {
+
+namespace {
+
+// The 16 columns' nibbles of one k pair, each in its own int32 lane (columns
+// 0-7 and 8-15).
+struct PairBytes {
+  __m256i lo, hi;
+};
+
+inline PairBytes LoadPair(const uint8_t* p) {
+  const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  return {_mm256_cvtepu8_epi32(x), _mm256_cvtepu8_epi32(_mm_srli_si128(x, 8))};
+}
+
+// The zero points of 8 columns of one block as floats.
+inline __m256 LoadZero(const PanelOperands& op, int64_t at) {
+  if (op.zero_codes == nullptr) return _mm256_loadu_ps(op.zero_points + at);
+  const __m128i codes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(op.zero_codes + at));
+  return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(codes));
+}
+
+// w = (float(q) - zp) * s for 8 columns.
+inline __m256 Dequantize(__m256i q, __m256 zero, __m256 scale) {
+  return _mm256_mul_ps(_mm256_sub_ps(_mm256_cvtepi32_ps(q), zero), scale);
+}
+
+// One row runs two panels, more rows one (each row is its own chain).
+constexpr int PanelsAtOnce(int rows) { return rows == 1 ? 2 : 1; }
+
+template <int R, int P>
+void FloatPanels(const PackedNBits& w, int64_t panel, const float* a, int64_t lda, float* acc) {
+  PanelOperands op[P];
+  for (int i = 0; i < P; ++i) op[i] = OperandsOf(w, panel + i);
+  const int64_t data_stride = op[0].data_stride, stride = op[0].stride;
+  const __m256i nibble = _mm256_set1_epi32(15);
+  __m256 c[R][P][2];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int i = 0; i < P; ++i) c[r][i][0] = c[r][i][1] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < w.k_blocks; ++b) {
+    __m256 s[P][2], z[P][2];
+#pragma GCC unroll 4
+    for (int i = 0; i < P; ++i) {
+      s[i][0] = _mm256_loadu_ps(op[i].scales + b * stride);
+      s[i][1] = _mm256_loadu_ps(op[i].scales + b * stride + 8);
+      z[i][0] = LoadZero(op[i], b * stride);
+      z[i][1] = LoadZero(op[i], b * stride + 8);
+    }
+    const int64_t k1 = std::min(w.K, (b + 1) * w.block_size);
+    for (int64_t k = b * w.block_size; k < k1; k += 2) {
+      const bool pair = k + 1 < k1;  // false: odd K's last k, a low nibble alone
+#pragma GCC unroll 4
+      for (int i = 0; i < P; ++i) {
+        const PairBytes q = LoadPair(op[i].data + (k / 2) * data_stride);
+        const __m256 w00 = Dequantize(_mm256_and_si256(q.lo, nibble), z[i][0], s[i][0]);
+        const __m256 w01 = Dequantize(_mm256_and_si256(q.hi, nibble), z[i][1], s[i][1]);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) {
+          const __m256 a0 = _mm256_broadcast_ss(a + r * lda + k);
+          c[r][i][0] = _mm256_fmadd_ps(a0, w00, c[r][i][0]);
+          c[r][i][1] = _mm256_fmadd_ps(a0, w01, c[r][i][1]);
+        }
+        if (!pair) continue;
+        const __m256 w10 = Dequantize(_mm256_srli_epi32(q.lo, 4), z[i][0], s[i][0]);
+        const __m256 w11 = Dequantize(_mm256_srli_epi32(q.hi, 4), z[i][1], s[i][1]);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) {
+          const __m256 a1 = _mm256_broadcast_ss(a + r * lda + k + 1);
+          c[r][i][0] = _mm256_fmadd_ps(a1, w10, c[r][i][0]);
+          c[r][i][1] = _mm256_fmadd_ps(a1, w11, c[r][i][1]);
+        }
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+    for (int i = 0; i < P; ++i) {
+      _mm256_storeu_ps(acc + r * kNBitsAccRow + i * kNBitsPanel, c[r][i][0]);
+      _mm256_storeu_ps(acc + r * kNBitsAccRow + i * kNBitsPanel + 8, c[r][i][1]);
+    }
+  }
+}
+
+// Adds the u8 x s8 products of four bytes per int32 lane to t. On AVX2
+// |q a| <= 15 x 127 keeps vpmaddubsw's pair sums and their pairs exact in int16.
+template <bool kVnni>
+inline __m256i DotCodes(__m256i t, __m256i low, __m256i a_low, __m256i high, __m256i a_high) {
+  if constexpr (kVnni) {
+    return _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(t, low, a_low), high, a_high);
+  } else {
+    const __m256i sums16 =
+        _mm256_add_epi16(_mm256_maddubs_epi16(low, a_low), _mm256_maddubs_epi16(high, a_high));
+    return _mm256_add_epi32(t, _mm256_madd_epi16(sums16, _mm256_set1_epi16(1)));
+  }
+}
+
+template <int R, int P, bool kVnni>
+void Int8Panels(const PackedNBits& w, int64_t panel, const QuantizedRows& a, float* acc) {
+  PanelOperands op[P];
+  for (int i = 0; i < P; ++i) op[i] = OperandsOf(w, panel + i);
+  const int64_t data_stride = op[0].data_stride, stride = op[0].stride;
+  const int64_t block_octets = w.block_size / 8;
+  const __m256i nibbles = _mm256_set1_epi8(15);
+  __m256 c[R][P][2];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int i = 0; i < P; ++i) c[r][i][0] = c[r][i][1] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < w.k_blocks; ++b) {
+    __m256i t[R][P][2];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+      for (int i = 0; i < P; ++i) t[r][i][0] = t[r][i][1] = _mm256_setzero_si256();
+    const int64_t o1 = std::min(w.k_steps, (b + 1) * block_octets);
+    for (int64_t o = b * block_octets; o < o1; ++o) {
+#pragma GCC unroll 4
+      for (int i = 0; i < P; ++i) {
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) {  // columns 0-7, 8-15
+          // Per int32 lane (column): q[8o..8o+3] in the low nibbles, q[8o+4..8o+7] in the high.
+          const __m256i x = _mm256_loadu_si256(
+              reinterpret_cast<const __m256i*>(op[i].data + o * data_stride + 32 * h));
+          const __m256i low = _mm256_and_si256(x, nibbles);
+          const __m256i high = _mm256_and_si256(_mm256_srli_epi16(x, 4), nibbles);
+#pragma GCC unroll 4
+          for (int r = 0; r < R; ++r) {
+            const int8_t* ar = a.values + r * a.row_length + 8 * o;
+            t[r][i][h] = DotCodes<kVnni>(t[r][i][h], low, _mm256_set1_epi32(Int32At(ar)), high,
+                                         _mm256_set1_epi32(Int32At(ar + 4)));
+          }
+        }
+      }
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < P; ++i) {
+      const uint8_t* zero = op[i].zero_codes + b * stride;
+      const __m256i zp0 =
+          _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(zero)));
+      const __m256i zp1 =
+          _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(zero + 8)));
+      const __m256 s0 = _mm256_loadu_ps(op[i].scales + b * stride);
+      const __m256 s1 = _mm256_loadu_ps(op[i].scales + b * stride + 8);
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) {
+        const __m256i sum = _mm256_set1_epi32(a.sums[r * w.k_blocks + b]);
+        const __m256 sa = _mm256_set1_ps(a.scales[r * w.k_blocks + b]);
+        const __m256i d0 = _mm256_sub_epi32(t[r][i][0], _mm256_mullo_epi32(zp0, sum));
+        const __m256i d1 = _mm256_sub_epi32(t[r][i][1], _mm256_mullo_epi32(zp1, sum));
+        c[r][i][0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d0), _mm256_mul_ps(sa, s0), c[r][i][0]);
+        c[r][i][1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d1), _mm256_mul_ps(sa, s1), c[r][i][1]);
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+    for (int i = 0; i < P; ++i) {
+      _mm256_storeu_ps(acc + r * kNBitsAccRow + i * kNBitsPanel, c[r][i][0]);
+      _mm256_storeu_ps(acc + r * kNBitsAccRow + i * kNBitsPanel + 8, c[r][i][1]);
+    }
+  }
+}
+
+void DequantizePanelAvx2(const PackedNBits& w, int64_t panel, float* out, int64_t ldb) {
+  const PanelOperands op = OperandsOf(w, panel);
+  const __m256i nibble = _mm256_set1_epi32(15);
+  for (int64_t b = 0; b < w.k_blocks; ++b) {
+    const __m256 s0 = _mm256_loadu_ps(op.scales + b * op.stride);
+    const __m256 s1 = _mm256_loadu_ps(op.scales + b * op.stride + 8);
+    const __m256 z0 = LoadZero(op, b * op.stride), z1 = LoadZero(op, b * op.stride + 8);
+    const int64_t k1 = std::min(w.K, (b + 1) * w.block_size);
+    for (int64_t k = b * w.block_size; k < k1; k += 2) {
+      const PairBytes q = LoadPair(op.data + (k / 2) * op.data_stride);
+      _mm256_storeu_ps(out + k * ldb, Dequantize(_mm256_and_si256(q.lo, nibble), z0, s0));
+      _mm256_storeu_ps(out + k * ldb + 8, Dequantize(_mm256_and_si256(q.hi, nibble), z1, s1));
+      if (k + 1 == k1) break;  // odd K: the last k is a low nibble alone
+      _mm256_storeu_ps(out + (k + 1) * ldb, Dequantize(_mm256_srli_epi32(q.lo, 4), z0, s0));
+      _mm256_storeu_ps(out + (k + 1) * ldb + 8, Dequantize(_mm256_srli_epi32(q.hi, 4), z1, s1));
+    }
+  }
+}
+
+template <int R>
+void FloatRows(const PackedNBits& w, int64_t panel, int panels, const float* a, int64_t lda,
+               float* acc) {
+  constexpr int kAtOnce = PanelsAtOnce(R);
+  int i = 0;
+  for (; i + kAtOnce <= panels; i += kAtOnce)
+    FloatPanels<R, kAtOnce>(w, panel + i, a, lda, acc + i * kNBitsPanel);
+  for (; i < panels; ++i) FloatPanels<R, 1>(w, panel + i, a, lda, acc + i * kNBitsPanel);
+}
+
+template <int R, bool kVnni>
+void Int8Rows(const PackedNBits& w, int64_t panel, int panels, const QuantizedRows& a, float* acc) {
+  constexpr int kAtOnce = PanelsAtOnce(R);
+  int i = 0;
+  for (; i + kAtOnce <= panels; i += kAtOnce)
+    Int8Panels<R, kAtOnce, kVnni>(w, panel + i, a, acc + i * kNBitsPanel);
+  for (; i < panels; ++i) Int8Panels<R, 1, kVnni>(w, panel + i, a, acc + i * kNBitsPanel);
+}
+
+void FloatPanelAvx2(const PackedNBits& w, int64_t panel, int panels, int rows, const float* a,
+                    int64_t lda, float* acc) {
+  ForCount<kNBitsRows>(rows, [&]<int R>() { FloatRows<R>(w, panel, panels, a, lda, acc); });
+}
+
+template <bool kVnni>
+void Int8PanelAvx2(const PackedNBits& w, int64_t panel, int panels, int rows,
+                   const QuantizedRows& a, float* acc) {
+  ForCount<kNBitsRows>(rows, [&]<int R>() { Int8Rows<R, kVnni>(w, panel, panels, a, acc); });
+}
+
+// The table of one of the two instruction sets.
+template <bool kVnni>
+constexpr PanelKernels Avx2PanelKernels() {
+  return {FloatPanelAvx2, Int8PanelAvx2<kVnni>, QuantizeBlockScalar, DequantizePanelAvx2};
+}
+
+}  // namespace
+
+}  // namespace octet::nbits
