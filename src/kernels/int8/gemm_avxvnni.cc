@@ -28,7 +28,7 @@ inline __m256i Load(const void* p) { return _mm256_loadu_si256(static_cast<const
 template <int R>
 void Tile(const TileArgs& t) {
   // Few rows: separate accumulator sets for consecutive groups hide latency.
-  constexpr int U = R == 1 ? 4 : (R == 2 ? 2 : 1);
+  constexpr int U = R == 1 ? 4 : (R <= 3 ? 2 : 1);
   // Every loop over accumulators is fully unrolled: GCC 12 otherwise keeps the
   // array in memory and copies it between registers on every group.
   __m256i acc[U][R][kVecs];
