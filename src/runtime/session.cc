@@ -138,6 +138,7 @@ struct InferenceSession::Impl {
   // What a KvCache holds: the past inputs and present outputs of the attention nodes
   // that append to it (FuseKvAppend), one slot per node.
   std::vector<int> cached_inputs, cached_outputs;
+  std::vector<bool> held_by_cache;  // per value: one of the above
   int64_t cache_slots = 0;
   // Names the session to its caches: a later session may reuse this one's address.
   const uint64_t id = [] {
@@ -316,6 +317,9 @@ void InferenceSession::Impl::FindCachedValues() {
   };
   model_order(cached_inputs, model.graph.inputs);
   model_order(cached_outputs, model.graph.outputs);
+  held_by_cache.assign(model.graph.values.size(), false);
+  for (const std::vector<int> *values : {&cached_inputs, &cached_outputs})
+    for (int v : *values) held_by_cache[v] = true;
 }
 
 void InferenceSession::Impl::CheckFeed(const Value &v, const Tensor &t,
@@ -346,9 +350,7 @@ std::vector<Tensor> InferenceSession::Impl::Run(
   const Graph &g = model.graph;
   std::vector<Tensor> slots(g.values.size());
   std::map<std::string, int64_t> symbols;
-  auto held = [&](int v, const std::vector<int> &values) {
-    return cache && std::find(values.begin(), values.end(), v) != values.end();
-  };
+  auto held = [&](int v) { return cache && held_by_cache[v]; };
   for (const auto &[name, tensor] : feeds) {
     int id = -1;
     for (int v : g.inputs)
@@ -359,14 +361,13 @@ std::vector<Tensor> InferenceSession::Impl::Run(
       Fail("unknown input name '", name, "'; the model's inputs are: ", names);
     }
     OCTET_CHECK(!slots[id].defined(), "input '", name, "' is fed more than once");
-    OCTET_CHECK(!held(id, cached_inputs), "input '", name,
+    OCTET_CHECK(!held(id), "input '", name,
                 "' is held by the KV cache given to this run: feed it only to runs without one");
     CheckFeed(g.values[id], tensor, symbols);
     slots[id] = tensor;
   }
   for (int v : g.inputs)
-    OCTET_CHECK(slots[v].defined() || held(v, cached_inputs), "input '", g.values[v].name,
-                "' was not fed");
+    OCTET_CHECK(slots[v].defined() || held(v), "input '", g.values[v].name, "' was not fed");
 
   std::vector<int> wanted;
   if (output_names.empty()) {
@@ -400,7 +401,7 @@ std::vector<Tensor> InferenceSession::Impl::Run(
   if (cache) {
     cache->appended = -1;
     cache->presents_wanted = false;
-    for (int v : wanted) cache->presents_wanted |= held(v, cached_outputs);
+    for (int v : wanted) cache->presents_wanted |= held(v);
   }
 
   auto lookup = [&](int v) -> const Tensor * {
@@ -444,7 +445,7 @@ std::vector<Tensor> InferenceSession::Impl::Run(
       if (out < 0) continue;
       Tensor &t = ctx.outputs()[i];
       // The presents of a run with a KV cache are only written when asked for.
-      if (!t.defined() && cache && !cache->presents_wanted && held(out, cached_outputs)) continue;
+      if (!t.defined() && cache && !cache->presents_wanted && held(out)) continue;
       // A kernel that returns the wrong type is a bug in octet; never pass it
       // on.
       if (!t.defined() || t.dtype() != c.output_types[i])
