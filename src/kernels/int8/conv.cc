@@ -334,12 +334,14 @@ class GemmPath : public conv::Path {
            ThreadPool* pool) const override;
 
  private:
-  // int8 weights with zero points 0 on AVX-512 VNNI run as vpdpbusd's signed
+  // int8 weights with zero points 0 on the VNNI paths run as vpdpbusd's signed
   // operand against uint8 x (gemm_s8u8): sum w (x - zx) = sum w x - zx rowsum(w)
   // needs no column sums, the second term being a per-channel constant.
   static const MicroKernel& KernelFor(Isa isa, bool w_signed, bool zero_w_zero) {
     if (isa == Isa::kAvx512Vnni && zero_w_zero)
       return gemm::MicroKernelNamed("gemm_s8u8_8x32c4_avx512vnni");
+    if (isa == Isa::kAvxVnni && zero_w_zero)
+      return gemm::MicroKernelNamed("gemm_s8u8_6x16c4_avxvnni");
     return *PlanGemm(isa, w_signed).packed;
   }
 
@@ -403,9 +405,9 @@ void GemmPath::Run(const ConvGeometry& g, const Int8ConvOperand& x, const Epilog
                     : kernel.isa != Isa::kScalar ? conv::PackIm2colAvx2
                                                  : conv::PackIm2col;
   const bool phase_planes = vnni && conv::UsesPhasePlanes(g);
-  // Requantized unsigned-B runs whose x panel (nr x k bytes) fits L1 take the
+  // Requantized unsigned-B runs on AVX-512 VNNI whose x panel (nr x k bytes) fits L1 take the
   // requantizing tile (conv_pack.h RequantTile) over all of k.
-  const bool requant_tiles = unsigned_b && e.is_8bit() && k_ <= kRequantTileMaxK;
+  const bool requant_tiles = vnni && unsigned_b && e.is_8bit() && k_ <= kRequantTileMaxK;
   conv::RequantTile requant_proto;
   if (requant_tiles) {
     requant_proto.requant = ChannelRequantFor(

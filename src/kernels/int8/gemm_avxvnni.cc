@@ -1,7 +1,10 @@
-// gemm_u8s8_6x16c4_avxvnni: the AVX-VNNI micro-kernel (VEX-encoded 256-bit
-// vpdpbusd, e.g. Alder Lake, Zen 5 without AVX-512 use): up to 6 rows x 16
-// columns of int32 accumulators in ymm registers (12 accumulators + 2 B + 1 A
-// of the 16 registers).
+// The AVX-VNNI micro-kernels (VEX-encoded 256-bit vpdpbusd: Alder Lake and
+// later Intel client cores, Zen 5 without AVX-512): up to 6 rows x 16 columns
+// of int32 accumulators in ymm registers (12 accumulators + 2 B + 1 A of the 16
+// registers).
+//   gemm_u8s8_6x16c4_avxvnni  packed A unsigned, B signed
+//   gemm_s8u8_6x16c4_avxvnni  packed A signed, B unsigned (the convolution's
+//                             zero-point-free path, docs/conv.md)
 #include <immintrin.h>
 
 #include <cstring>
@@ -25,7 +28,13 @@ inline __m256i BroadcastA(const uint8_t* p) {
 
 inline __m256i Load(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
-template <int R>
+// vpdpbusd's unsigned operand is B when kUnsignedB, else A.
+template <bool kUnsignedB>
+inline __m256i Dot(__m256i sum, __m256i av, __m256i bv) {
+  return kUnsignedB ? _mm256_dpbusd_avx_epi32(sum, bv, av) : _mm256_dpbusd_avx_epi32(sum, av, bv);
+}
+
+template <int R, bool kUnsignedB>
 void Tile(const TileArgs& t) {
   // Few rows: separate accumulator sets for consecutive groups hide latency.
   constexpr int U = R == 1 ? 4 : (R <= 3 ? 2 : 1);
@@ -52,8 +61,7 @@ void Tile(const TileArgs& t) {
       for (int r = 0; r < R; ++r) {
         const __m256i av = BroadcastA(a + (u * R + r) * kGroup);
 #pragma GCC unroll 8
-        for (int v = 0; v < kVecs; ++v)
-          acc[u][r][v] = _mm256_dpbusd_avx_epi32(acc[u][r][v], av, bv[v]);
+        for (int v = 0; v < kVecs; ++v) acc[u][r][v] = Dot<kUnsignedB>(acc[u][r][v], av, bv[v]);
       }
     }
     a += U * R * kGroup;
@@ -69,8 +77,7 @@ void Tile(const TileArgs& t) {
     for (int r = 0; r < R; ++r) {
       const __m256i av = BroadcastA(a + r * kGroup);
 #pragma GCC unroll 8
-      for (int v = 0; v < kVecs; ++v)
-        acc[0][r][v] = _mm256_dpbusd_avx_epi32(acc[0][r][v], av, bv[v]);
+      for (int v = 0; v < kVecs; ++v) acc[0][r][v] = Dot<kUnsignedB>(acc[0][r][v], av, bv[v]);
     }
     a += R * kGroup;
     b += kCols * kGroup;
@@ -91,7 +98,11 @@ void Tile(const TileArgs& t) {
 }  // namespace
 
 void TileAvxVnni(int rows, const TileArgs& t) {
-  ForCount<6>(rows, [&]<int R>() { Tile<R>(t); });
+  ForCount<6>(rows, [&]<int R>() { Tile<R, false>(t); });
+}
+
+void TileAvxVnniUnsignedB(int rows, const TileArgs& t) {
+  ForCount<6>(rows, [&]<int R>() { Tile<R, true>(t); });
 }
 
 }  // namespace octet::gemm

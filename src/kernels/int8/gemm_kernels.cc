@@ -24,6 +24,8 @@ constexpr MicroKernel kKernels[] = {
      BDomain::kSigned8, false, false, TileAvx2, nullptr, kBlockK / 2},
     {"gemm_u8s8_6x16c4_avxvnni", Isa::kAvxVnni, 6, 16, 4, ADomain::kUnsigned8, false, false,
      BDomain::kSigned8, false, false, TileAvxVnni, nullptr, kBlockK / 4},
+    {"gemm_s8u8_6x16c4_avxvnni", Isa::kAvxVnni, 6, 16, 4, ADomain::kSigned8, false, false,
+     BDomain::kUnsigned8, false, false, TileAvxVnniUnsignedB, nullptr, kBlockK / 4},
     {"gemm_i16s8_12x32c2_pairb_avx512", Isa::kAvx512, 12, 32, 2, ADomain::kInt16, false, false,
      BDomain::kSigned8, false, true, TileAvx512PairedB, nullptr, kBlockK / 2},
     {"gemm_i16s8_12x32c2_avx512", Isa::kAvx512, 12, 32, 2, ADomain::kInt16, false, false,

@@ -151,6 +151,7 @@ void TileScalar(int rows, const TileArgs& t);
 void TileAvx2(int rows, const TileArgs& t);
 void TileAvx2PairedB(int rows, const TileArgs& t);
 void TileAvxVnni(int rows, const TileArgs& t);
+void TileAvxVnniUnsignedB(int rows, const TileArgs& t);
 void TileAvx512(int rows, const TileArgs& t);
 void TileAvx512PairedB(int rows, const TileArgs& t);
 void TileAvx512Vnni(int rows, const TileArgs& t);
