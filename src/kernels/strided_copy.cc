@@ -159,4 +159,48 @@ void StridedCopy(const void* src, void* dst, size_t elem_size, const Shape& shap
   }
 }
 
+namespace {
+
+// One memcpy of a Concat: a block of one input, or a piece of a big block.
+struct ByteCopy {
+  uint8_t* dst;
+  const uint8_t* src;
+  size_t bytes;
+};
+constexpr size_t kCopyPiece = size_t{1} << 14;
+constexpr size_t kParallelCopyBytes = size_t{1} << 17;
+
+}  // namespace
+
+void ConcatCopy(const std::vector<const Tensor*>& inputs, int64_t axis, Tensor& out,
+                ThreadPool* pool) {
+  const Shape& out_shape = out.shape();
+  const size_t elem = DTypeSize(out.dtype());
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= out_shape[d];
+  for (int64_t d = axis + 1; d < static_cast<int64_t>(out_shape.size()); ++d) inner *= out_shape[d];
+  const size_t out_row = static_cast<size_t>(out_shape[axis] * inner) * elem;
+  uint8_t* dst = static_cast<uint8_t*>(out.raw());
+  // One memcpy per (outer index, input) block, big blocks cut into pieces
+  // so that large outputs are copied by all threads.
+  std::vector<ByteCopy> copies;
+  for (int64_t o = 0; o < outer; ++o) {
+    size_t column = 0;
+    for (const Tensor* in : inputs) {
+      const size_t in_row = static_cast<size_t>(in->shape()[axis] * inner) * elem;
+      const uint8_t* src = static_cast<const uint8_t*>(in->raw()) + o * in_row;
+      for (size_t done = 0; done < in_row; done += kCopyPiece)
+        copies.push_back(
+            {dst + o * out_row + column + done, src + done, std::min(kCopyPiece, in_row - done)});
+      column += in_row;
+    }
+  }
+  const bool parallel = out.nbytes() >= kParallelCopyBytes;
+  ParallelFor(parallel ? pool : nullptr, static_cast<int64_t>(copies.size()),
+              [&](int64_t begin, int64_t end) {
+                for (int64_t c = begin; c < end; ++c)
+                  std::memcpy(copies[c].dst, copies[c].src, copies[c].bytes);
+              });
+}
+
 }  // namespace octet

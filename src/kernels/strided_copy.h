@@ -1,5 +1,6 @@
 // Copies a strided view of a tensor into a dense row-major one: the common
-// engine of Transpose and Slice (and any other pure data movement). Works on
+// engine of Transpose and Slice (and any other pure data movement), and the
+// copy of Concat. Works on
 // element bytes (sizes 1, 2, 4 and 8), so every storage dtype is handled.
 #pragma once
 
@@ -23,5 +24,11 @@ class ThreadPool;
 // octet::Error for an element size other than 1, 2, 4 or 8.
 void StridedCopy(const void* src, void* dst, size_t elem_size, const Shape& shape,
                  const std::vector<int64_t>& src_strides, ThreadPool* pool);
+
+// Writes `inputs` one after another along `axis` into `out`, which has their
+// dtype and the shape of their concatenation (the callers check the shapes).
+// Large outputs are copied by all of `pool`'s threads.
+void ConcatCopy(const std::vector<const Tensor*>& inputs, int64_t axis, Tensor& out,
+                ThreadPool* pool);
 
 }  // namespace octet

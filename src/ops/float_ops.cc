@@ -542,14 +542,9 @@ class FloatAttentionKernel : public OpKernel {
         past.dim(0) == rows.dim(0) && past.dim(1) == rows.dim(1) && past.dim(3) == rows.dim(3),
         node.Describe(), ": the past keys or values have shape ", ShapeToString(past.shape()),
         ", which does not match the new ones' ", ShapeToString(rows.shape()), " outside axis 2");
-    const int64_t heads = past.dim(0) * past.dim(1), size = past.dim(3);
-    const int64_t old_rows = past.dim(2), all_rows = old_rows + rows.dim(2);
-    Tensor out = Tensor::Uninitialized(DType::kFloat32, {past.dim(0), past.dim(1), all_rows, size});
-    float* po = out.data<float>();
-    CopyHeadRows(past.data<float>(), old_rows * size, po, all_rows * size, heads, old_rows * size,
-                 ctx.pool());
-    CopyHeadRows(rows.data<float>(), rows.dim(2) * size, po + old_rows * size, all_rows * size,
-                 heads, rows.dim(2) * size, ctx.pool());
+    Tensor out = Tensor::Uninitialized(
+        DType::kFloat32, {past.dim(0), past.dim(1), past.dim(2) + rows.dim(2), past.dim(3)});
+    ConcatCopy({&past, &rows}, 2, out, ctx.pool());
     return out;
   }
 

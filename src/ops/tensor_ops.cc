@@ -103,14 +103,6 @@ class ShapeKernel : public OpKernel {
 
 // ---- Concat ---------------------------------------------------------------
 
-struct ByteCopy {
-  uint8_t* dst;
-  const uint8_t* src;
-  size_t bytes;
-};
-constexpr size_t kCopyPiece = size_t{1} << 14;
-constexpr size_t kParallelCopyBytes = size_t{1} << 17;
-
 class ConcatKernel : public OpKernel {
  public:
   explicit ConcatKernel(const KernelInit& init) {
@@ -139,33 +131,9 @@ class ConcatKernel : public OpKernel {
                   node.Describe(), ": the inputs' sizes along axis ", axis, " overflow int64");
     }
     Tensor& out = ctx.AllocateUninitializedOutput(0, first.dtype(), out_shape);
-    const size_t elem = DTypeSize(first.dtype());
-    int64_t outer = 1, inner = 1;
-    for (int64_t d = 0; d < axis; ++d) outer *= out_shape[d];
-    for (int64_t d = axis + 1; d < rank; ++d) inner *= out_shape[d];
-    const size_t out_row = static_cast<size_t>(out_shape[axis] * inner) * elem;
-    uint8_t* dst = static_cast<uint8_t*>(out.raw());
-    // One memcpy per (outer index, input) block, big blocks cut into pieces
-    // so that large outputs are copied by all threads.
-    std::vector<ByteCopy> copies;
-    for (int64_t o = 0; o < outer; ++o) {
-      size_t column = 0;
-      for (size_t i = 0; i < ctx.num_inputs(); ++i) {
-        const Tensor& in = ctx.input(i);
-        const size_t in_row = static_cast<size_t>(in.shape()[axis] * inner) * elem;
-        const uint8_t* src = static_cast<const uint8_t*>(in.raw()) + o * in_row;
-        for (size_t done = 0; done < in_row; done += kCopyPiece)
-          copies.push_back(
-              {dst + o * out_row + column + done, src + done, std::min(kCopyPiece, in_row - done)});
-        column += in_row;
-      }
-    }
-    const bool parallel = out.nbytes() >= kParallelCopyBytes;
-    ParallelFor(parallel ? ctx.pool() : nullptr, static_cast<int64_t>(copies.size()),
-                [&](int64_t begin, int64_t end) {
-                  for (int64_t c = begin; c < end; ++c)
-                    std::memcpy(copies[c].dst, copies[c].src, copies[c].bytes);
-                });
+    std::vector<const Tensor*> inputs(ctx.num_inputs());
+    for (size_t i = 0; i < inputs.size(); ++i) inputs[i] = &ctx.input(i);
+    ConcatCopy(inputs, axis, out, ctx.pool());
   }
 
  private:
