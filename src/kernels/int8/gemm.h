@@ -31,8 +31,10 @@ namespace octet {
 class ThreadPool;
 
 // Products with fewer multiply-adds (M x K x N) run on the calling thread:
-// waking another costs more than it saves. The bytes are the same either way.
-constexpr int64_t kGemmMinParallelMacs = int64_t{1} << 20;
+// waking another costs more than it saves. A decoder's GEMV, whose weights come
+// from memory, gains from a second thread from about this size on. The bytes
+// are the same either way.
+constexpr int64_t kGemmMinParallelMacs = int64_t{1} << 18;
 
 // What runs a product of A of one signedness with a packed B: made once per
 // packed weight (ops keep it beside PackedB) and read by every run.
