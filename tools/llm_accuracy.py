@@ -9,6 +9,13 @@ ONNX Runtime runs each 8-bit model in its exact form on this CPU (tools/ort_exac
 its u8 x s8 kernel saturates, without VNNI, the same product in u8 x u8 form); --ort-as-is
 runs the files unchanged, as a user of this CPU gets them.
 
+The gate (docs/accuracy.md, "Decoders"): ONNX Runtime's own runs of a quantized model in
+three configurations (engines ort: ORT_ENABLE_ALL, ort-noopt: ORT_DISABLE_ALL, ort-int8:
+ORT_ENABLE_ALL with session.qdqisint8allowed=1) give the floor, their largest mean KL and
+their smallest top-1 agreement; octet passes when its mean KL is at most 1.05 x that KL
+and its top-1 agreement at least that top-1. --engines gate runs them all and prints a
+verdict per octet row; the tool then exits 1 when a row fails.
+
 Models are the files tools/models/build_qwen3.py / build_smollm2.py write, in either form
 (whole sequence, or KV cache: prefill then one token per step); the tokenizer is found
 beside the float model (<name>.tokenizer.json). An engine that refuses a model (or fails
@@ -32,18 +39,26 @@ import common  # noqa: E402
 import ort_exact  # noqa: E402
 
 # octet-int8: octet with float_matmul="int8" (a 4-bit DequantizeLinear -> MatMul at
-# accuracy level 4, as ONNX Runtime's default options run it).
-ENGINES = ("ort", "octet", "octet-int8")
+# accuracy level 4, as ONNX Runtime's default options run it). The ort engines are the
+# configurations of the floor (module doc).
+ORT_ENGINES = ("ort", "ort-noopt", "ort-int8")
+ENGINES = ORT_ENGINES + ("octet", "octet-int8")
+GATE_ENGINES = ORT_ENGINES + ("octet",)
+MARGIN = 1.05  # octet's mean KL may exceed the floor's by 5%, as in tools/check_int8.py
 
 
 EIGHT_BIT = {"QuantizeLinear", "DequantizeLinear", "QLinearMatMul", "MatMulInteger"}
 
 
 def open_session(engine, path, threads, ort_as_is=False):
-    if engine == "ort":
+    if engine in ORT_ENGINES:
         import onnxruntime as ort
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
+        if engine == "ort-noopt":
+            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        if engine == "ort-int8":
+            options.add_session_config_entry("session.qdqisint8allowed", "1")
         model = path
         nodes = onnx.load(path, load_external_data=False).graph.node
         if not ort_as_is and ort_exact.oracle_form() == "u8" and any(
@@ -139,15 +154,18 @@ def main():
     parser.add_argument("models", nargs="+", help="quantized forms of the float model")
     parser.add_argument("--prompts", default=os.path.join(common.DATA_DIR, "llm_prompts.txt"))
     parser.add_argument("--steps", type=int, default=16, help="greedy steps per prompt")
-    parser.add_argument("--engines", default="ort,octet", help="of " + ",".join(ENGINES))
+    parser.add_argument("--engines", default="ort,octet",
+                        help="of %s, or gate (%s and the verdict)" % (
+                            ",".join(ENGINES), ",".join(GATE_ENGINES)))
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--ort-as-is", action="store_true",
                         help="run ONNX Runtime on the files unchanged, not in its exact form")
     parser.add_argument("--json", help="write the rows here")
     args = parser.parse_args()
-    engines = [e for e in args.engines.split(",") if e]
+    gate = args.engines == "gate"
+    engines = list(GATE_ENGINES) if gate else [e for e in args.engines.split(",") if e]
     if set(engines) - set(ENGINES):
-        parser.error("--engines takes %s" % ",".join(ENGINES))
+        parser.error("--engines takes %s, or gate" % ",".join(ENGINES))
     bpe = common.bpe()
     tok_path = bpe.tokenizer_path(args.float_model)
     if not os.path.exists(tok_path):
@@ -166,11 +184,12 @@ def main():
         os.path.basename(args.float_model), len(prompts), args.steps, tok.decode(prompts[0]),
         tok.decode(cases[0][0][len(prompts[0]):])))
 
-    if "ort" in engines:
+    if set(engines) & set(ORT_ENGINES):
         print("ONNX Runtime runs 8-bit models %s (%s)" % (
             "as they are" if args.ort_as_is or ort_exact.oracle_form() == "s8" else
             "in their exact u8 x u8 form", ort_exact.describe_host()))
     rows = []
+    failed = False
     print("%-40s %-10s %12s %8s" % ("model", "engine", "mean KL", "top-1"))
     for path in args.models:
         for engine in engines:
@@ -197,9 +216,30 @@ def main():
                     print("%-40s %-10s   no kernel for: %s" % ("", "", ", ".join(
                         row["missing_operators"])))
             rows.append(row)
+        if gate:
+            failed |= not print_verdict([r for r in rows if r["model"] == os.path.basename(path)])
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
+    sys.exit(1 if failed else 0)
+
+
+def print_verdict(model_rows):
+    """Prints octet's verdict against the floor of ORT's rows of one model; True if it passes."""
+    ort_rows = [r for r in model_rows if r["engine"] in ORT_ENGINES and "mean_kl" in r]
+    octet_row = next(r for r in model_rows if r["engine"] == "octet")
+    if not ort_rows or "mean_kl" not in octet_row:
+        print("%-40s %-10s no verdict: %s" % (octet_row["model"], "gate", "octet refused"
+                                              if "mean_kl" not in octet_row else "no ORT run"))
+        return "mean_kl" in octet_row
+    floor_kl = max(r["mean_kl"] for r in ort_rows)
+    floor_top1 = min(r["top1"] for r in ort_rows)
+    passed = octet_row["mean_kl"] <= MARGIN * floor_kl and octet_row["top1"] >= floor_top1
+    octet_row.update(floor_kl=floor_kl, floor_top1=floor_top1, passed=passed)
+    print("%-40s %-10s %12.3e %7.1f%%  floor of %d ORT runs; octet %s" % (
+        octet_row["model"], "floor", floor_kl, 100 * floor_top1, len(ort_rows),
+        "passes" if passed else "FAILS"))
+    return passed
 
 
 if __name__ == "__main__":

@@ -90,6 +90,21 @@ def test_quantized_forms_run_under_ort_near_the_float_model(tiny, form, variant)
     assert kl.mean() < 0.2 and agree.mean() >= 0.75
 
 
+def test_accuracy_gate_takes_the_worst_of_onnxruntimes_runs():
+    def rows(octet_kl, octet_top1):
+        return [{"model": "m", "engine": "ort", "mean_kl": 0.50, "top1": 0.60},
+                {"model": "m", "engine": "ort-noopt", "mean_kl": 0.40, "top1": 0.55},
+                {"model": "m", "engine": "ort-int8", "refused": "no kernel"},
+                {"model": "m", "engine": "octet", "mean_kl": octet_kl, "top1": octet_top1}]
+
+    assert llm_accuracy.print_verdict(rows(0.50, 0.55))  # the floor itself
+    assert llm_accuracy.print_verdict(rows(0.525, 0.70))  # within 5% of the largest KL
+    assert not llm_accuracy.print_verdict(rows(0.526, 0.70))
+    assert not llm_accuracy.print_verdict(rows(0.30, 0.54))  # below the smallest top-1
+    refused = rows(0.5, 0.6)[:3] + [{"model": "m", "engine": "octet", "refused": "x"}]
+    assert not llm_accuracy.print_verdict(refused)
+
+
 def test_quantized_forms_hold_the_ops_they_are_named_for(tiny):
     import onnx
     _, paths = tiny
