@@ -36,7 +36,7 @@ struct KvCacheState {
 };
 
 // count elements from each of `heads` runs of src (head_stride apart) to dst's (its
-// head_stride apart): the copies of the graph's Concat and of a cache's growth.
+// head_stride apart): the copy of a cache's rows when it grows.
 void CopyHeadRows(const float* src, int64_t src_head_stride, float* dst, int64_t dst_head_stride,
                   int64_t heads, int64_t count, ThreadPool* pool);
 
