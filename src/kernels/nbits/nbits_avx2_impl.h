@@ -1,6 +1,10 @@
 // The AVX2 panels of kernels/nbits/nbits.h: a k step of 16 columns is unpacked
-// once and used by every row of the tile. One row runs two panels at once, so
-// that two independent fma chains overlap.
+// once and used by every row of the tile. One row runs the group's four panels
+// at once: its k steps are then read as one sequential stream (a pass per pair
+// of panels reads half of each step's bytes, which the hardware prefetchers
+// follow poorly), with independent chains to overlap. With one or two rows the
+// weights stream from memory and are prefetched ahead; with more the loop is
+// bound by its arithmetic, which the prefetches would only slow.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -35,8 +39,9 @@ inline __m256 Dequantize(__m256i q, __m256 zero, __m256 scale) {
   return _mm256_mul_ps(_mm256_sub_ps(_mm256_cvtepi32_ps(q), zero), scale);
 }
 
-// One row runs two panels, more rows one (each row is its own chain).
-constexpr int PanelsAtOnce(int rows) { return rows == 1 ? 2 : 1; }
+// Panels per call: four (a group) for one row, two for two, one for more (each
+// row is its own chain).
+constexpr int PanelsAtOnce(int rows) { return rows == 1 ? 4 : rows == 2 ? 2 : 1; }
 
 template <int R, int P>
 void FloatPanels(const PackedNBits& w, int64_t panel, const float* a, int64_t lda, float* acc) {
@@ -50,6 +55,7 @@ void FloatPanels(const PackedNBits& w, int64_t panel, const float* a, int64_t ld
 #pragma GCC unroll 4
     for (int i = 0; i < P; ++i) c[r][i][0] = c[r][i][1] = _mm256_setzero_ps();
   for (int64_t b = 0; b < w.k_blocks; ++b) {
+    PrefetchBlock(op[0], b + 2);
     __m256 s[P][2], z[P][2];
 #pragma GCC unroll 4
     for (int i = 0; i < P; ++i) {
@@ -61,6 +67,8 @@ void FloatPanels(const PackedNBits& w, int64_t panel, const float* a, int64_t ld
     const int64_t k1 = std::min(w.K, (b + 1) * w.block_size);
     for (int64_t k = b * w.block_size; k < k1; k += 2) {
       const bool pair = k + 1 < k1;  // false: odd K's last k, a low nibble alone
+      if constexpr (R <= 2)
+        Prefetch(op[0].data, (k / 2) * data_stride + kPrefetchBytes, P * w.step_bytes);
 #pragma GCC unroll 4
       for (int i = 0; i < P; ++i) {
         const PairBytes q = LoadPair(op[i].data + (k / 2) * data_stride);
@@ -125,8 +133,11 @@ void Int8Panels(const PackedNBits& w, int64_t panel, const QuantizedRows& a, flo
     for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
       for (int i = 0; i < P; ++i) t[r][i][0] = t[r][i][1] = _mm256_setzero_si256();
+    PrefetchBlock(op[0], b + 2);
     const int64_t o1 = std::min(w.k_steps, (b + 1) * block_octets);
     for (int64_t o = b * block_octets; o < o1; ++o) {
+      if constexpr (R <= 2)
+        Prefetch(op[0].data, o * data_stride + kPrefetchBytes, P * w.step_bytes);
 #pragma GCC unroll 4
       for (int i = 0; i < P; ++i) {
 #pragma GCC unroll 2

@@ -25,23 +25,6 @@ using simd::Avx512;
 // few enough that the accumulators stay in registers.
 constexpr int PanelsAtOnce(int rows) { return rows <= 2 ? 4 : 2; }
 
-// How far ahead of the k step being read its group's bytes are fetched.
-constexpr int64_t kPrefetchBytes = 1024;
-
-// Prefetches `bytes` bytes from `offset` bytes past p. The address may lie past
-// the weights' end (a prefetch never faults), so it is formed as an integer.
-inline void Prefetch(const void* p, int64_t offset, int64_t bytes) {
-  const uintptr_t start = reinterpret_cast<uintptr_t>(p) + offset;
-  for (int64_t line = 0; line < bytes; line += 64)
-    _mm_prefetch(reinterpret_cast<const char*>(start + line), _MM_HINT_T0);
-}
-
-// Fetches the scales and zero codes of block b (its group's row of each).
-inline void PrefetchBlock(const PanelOperands& op, int64_t b) {
-  Prefetch(op.scales, b * op.stride * 4, op.stride * 4);
-  if (op.zero_codes) Prefetch(op.zero_codes, b * op.stride, 1);
-}
-
 // 2^23 as float bits: or-ing a value v < 2^23 into its mantissa gives the float 2^23 + v.
 constexpr int kMagic = 0x4B000000;
 // The _mm512_ternarylogic_epi32 immediate of (a & b) | c.

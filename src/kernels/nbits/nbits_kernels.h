@@ -38,6 +38,24 @@ inline PanelOperands OperandsOf(const PackedNBits& w, int64_t panel) {
           width * kNBitsPanel};
 }
 
+// How far ahead of the k step being read the panel kernels fetch its group's bytes.
+inline constexpr int64_t kPrefetchBytes = 1024;
+
+// Prefetches `bytes` bytes from `offset` bytes past p into L1. The address may
+// lie past the weights' end (a prefetch never faults), so it is formed as an
+// integer.
+inline void Prefetch(const void* p, int64_t offset, int64_t bytes) {
+  const uintptr_t start = reinterpret_cast<uintptr_t>(p) + offset;
+  for (int64_t line = 0; line < bytes; line += 64)
+    __builtin_prefetch(reinterpret_cast<const void*>(start + line), 0, 3);
+}
+
+// Fetches the scales and zero codes of block b (its group's row of each).
+inline void PrefetchBlock(const PanelOperands& op, int64_t b) {
+  Prefetch(op.scales, b * op.stride * 4, op.stride * 4);
+  if (op.zero_codes) Prefetch(op.zero_codes, b * op.stride, 1);
+}
+
 // Rows of A for the kInt8 arithmetic, quantized per block: values holds q_a
 // (row_length = k_steps x 8 int8 per row, padding 0), sums the per-block sums
 // of q_a and scales s_a (k_blocks per row).
