@@ -55,7 +55,7 @@ void FloatPanels(const PackedNBits& w, int64_t panel, const float* a, int64_t ld
 #pragma GCC unroll 4
     for (int i = 0; i < P; ++i) c[r][i][0] = c[r][i][1] = _mm256_setzero_ps();
   for (int64_t b = 0; b < w.k_blocks; ++b) {
-    PrefetchBlock(op[0], b + 2);
+    if constexpr (R <= 2) PrefetchBlock(op[0], b + 2);
     __m256 s[P][2], z[P][2];
 #pragma GCC unroll 4
     for (int i = 0; i < P; ++i) {
@@ -133,7 +133,7 @@ void Int8Panels(const PackedNBits& w, int64_t panel, const QuantizedRows& a, flo
     for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
       for (int i = 0; i < P; ++i) t[r][i][0] = t[r][i][1] = _mm256_setzero_si256();
-    PrefetchBlock(op[0], b + 2);
+    if constexpr (R <= 2) PrefetchBlock(op[0], b + 2);
     const int64_t o1 = std::min(w.k_steps, (b + 1) * block_octets);
     for (int64_t o = b * block_octets; o < o1; ++o) {
       if constexpr (R <= 2)
