@@ -140,19 +140,26 @@ void Int8Panels(const PackedNBits& w, int64_t panel, const QuantizedRows& a, flo
         Prefetch(op[0].data, o * data_stride + kPrefetchBytes, P * w.step_bytes);
 #pragma GCC unroll 4
       for (int i = 0; i < P; ++i) {
+        // Per int32 lane (column): q[8o..8o+3] in the low nibbles, q[8o+4..8o+7] in the
+        // high; columns 0-7, then 8-15.
+        __m256i low[2], high[2];
 #pragma GCC unroll 2
-        for (int h = 0; h < 2; ++h) {  // columns 0-7, 8-15
-          // Per int32 lane (column): q[8o..8o+3] in the low nibbles, q[8o+4..8o+7] in the high.
+        for (int h = 0; h < 2; ++h) {
           const __m256i x = _mm256_loadu_si256(
               reinterpret_cast<const __m256i*>(op[i].data + o * data_stride + 32 * h));
-          const __m256i low = _mm256_and_si256(x, nibbles);
-          const __m256i high = _mm256_and_si256(_mm256_srli_epi16(x, 4), nibbles);
+          low[h] = _mm256_and_si256(x, nibbles);
+          high[h] = _mm256_and_si256(_mm256_srli_epi16(x, 4), nibbles);
+        }
+        // Row by row, so that only one row's two broadcasts are live: with all of them
+        // the four-row tile's accumulators spill.
 #pragma GCC unroll 4
-          for (int r = 0; r < R; ++r) {
-            const int8_t* ar = a.values + r * a.row_length + 8 * o;
-            t[r][i][h] = DotCodes<kVnni>(t[r][i][h], low, _mm256_set1_epi32(Int32At(ar)), high,
-                                         _mm256_set1_epi32(Int32At(ar + 4)));
-          }
+        for (int r = 0; r < R; ++r) {
+          const int8_t* ar = a.values + r * a.row_length + 8 * o;
+          const __m256i a_low = _mm256_set1_epi32(Int32At(ar));
+          const __m256i a_high = _mm256_set1_epi32(Int32At(ar + 4));
+#pragma GCC unroll 2
+          for (int h = 0; h < 2; ++h)
+            t[r][i][h] = DotCodes<kVnni>(t[r][i][h], low[h], a_low, high[h], a_high);
         }
       }
     }
