@@ -9,6 +9,10 @@
 #include <map>
 #include <mutex>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include "core/memory_limit.h"
 
 namespace octet {
@@ -111,7 +115,13 @@ std::shared_ptr<void> AllocateStorage(size_t alloc) {
 
 }  // namespace
 
-void ReleaseCachedTensorMemory() { Cache().Clear(); }
+void ReleaseCachedTensorMemory() {
+  Cache().Clear();
+#if defined(__GLIBC__)
+  // glibc keeps freed heap pages; what replaces them (core/weight_arena.h) is elsewhere.
+  malloc_trim(0);
+#endif
+}
 
 int64_t NumElements(const Shape& shape) {
   // The product of the non-zero dims must fit too, so that every partial product of a

@@ -54,7 +54,7 @@ class FusedQdqMatMulKernel : public OpKernel {
       w_bytes = w_kn.data();
     }
     plan_ = PlanGemm(ActiveIsa(), x_type_ == DType::kInt8);
-    packed_ = PackB(plan_, w_bytes, w_signed, k_, n_, n_);
+    packed_ = PackB(plan_, w_bytes, w_signed, k_, n_, n_, init.weights);
 
     const std::vector<float> w_scale =
         ReadScales(node, *ConstantInput(init, kFusedWScale, "w_scale", true), "w_scale");

@@ -36,7 +36,7 @@ class Int8DynamicMatMulKernel : public OpKernel {
                 ": w_scale must hold N = ", w->dim(1), " float32 values");
     K_ = w->dim(0);
     N_ = w->dim(1);
-    packed_ = PackB(plan_, w->raw(), /*b_signed=*/true, K_, N_, N_);
+    packed_ = PackB(plan_, w->raw(), /*b_signed=*/true, K_, N_, N_, init.weights);
     w_scale_.assign(s->data<float>(), s->data<float>() + N_);
   }
 

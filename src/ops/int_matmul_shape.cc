@@ -161,7 +161,7 @@ MatMulHeadLayout HeadLayoutFromPerm(const Node& node, const std::vector<int64_t>
   return {stored[2], stored[1], stored[3], columns};
 }
 
-PackedMatMulB PackMatMulB(const Tensor& b, const GemmPlan& plan) {
+PackedMatMulB PackMatMulB(const Tensor& b, const GemmPlan& plan, WeightArena* arena) {
   PackedMatMulB packed = MatMulBHeader(b.shape(), b.dtype(), plan);
   const int64_t matrix_size = packed.k * packed.n;
   const int64_t count =
@@ -175,7 +175,7 @@ PackedMatMulB PackMatMulB(const Tensor& b, const GemmPlan& plan) {
     do {
       const int64_t rows = std::min(kKChunk, packed.k - k0);
       packed.matrices[i].push_back(PackB(plan, bytes + i * matrix_size + k0 * packed.n,
-                                         packed.is_signed, rows, packed.n, packed.n));
+                                         packed.is_signed, rows, packed.n, packed.n, arena));
       k0 += rows;
     } while (k0 < packed.k);
   }
@@ -321,7 +321,7 @@ MatMulBInput::MatMulBInput(const KernelInit& init, size_t index, bool a_signed)
     CheckInt8Operand(init.node, *b, "B");
     OCTET_CHECK(b->rank() >= 1, init.node.Describe(), ": input B must have rank >= 1, got ",
                 ShapeToString(b->shape()));
-    constant_ = PackMatMulB(*b, plan_);
+    constant_ = PackMatMulB(*b, plan_, init.weights);
   }
 }
 

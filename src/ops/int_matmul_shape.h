@@ -82,7 +82,8 @@ struct PackedMatMulB {
   const Tensor* unpacked = nullptr;
   MatMulHeadLayout unpacked_layout;  // how `unpacked` holds its matrices
 };
-PackedMatMulB PackMatMulB(const Tensor& b, const GemmPlan& plan);
+// A constant B packs into `arena` (KernelInit::weights); one packed per run passes null.
+PackedMatMulB PackMatMulB(const Tensor& b, const GemmPlan& plan, WeightArena* arena = nullptr);
 
 // Zero points of one operand as int32 values with their layout (null = 0).
 struct MatMulZeroPoints {

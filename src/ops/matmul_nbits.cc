@@ -109,7 +109,7 @@ class MatMulNBitsKernel : public OpKernel {
     }
     const bool int8 = node.GetInt("accuracy_level", 0) == 4 && !float_zero;
     w_ = PackNBits(q.data(), scales.data<float>(), zero.empty() ? nullptr : zero.data(), K, N, bs,
-                   int8 ? NBitsArithmetic::kInt8 : NBitsArithmetic::kFloat);
+                   int8 ? NBitsArithmetic::kInt8 : NBitsArithmetic::kFloat, init.weights);
   }
 
   // B, scales and zero points live on packed in w_.
@@ -162,7 +162,7 @@ class BlockedDqMatMulKernel : public OpKernel {
     // zero points allow MatMulNBits' int8 arithmetic.
     const bool int8 = node.GetInt("accuracy_level", 0) == 4;
     w_ = PackNBits(q.data(), s.data(), z.data(), K, N, bs,
-                   int8 ? NBitsArithmetic::kInt8 : NBitsArithmetic::kFloat);
+                   int8 ? NBitsArithmetic::kInt8 : NBitsArithmetic::kFloat, init.weights);
   }
 
   bool ReadsConstantInRun(size_t input) const override { return input == kBlockedDqX; }

@@ -91,7 +91,7 @@ class QGemmKernel : public OpKernel {
         trans_b_(init.node.GetInt("transB", 0) != 0),
         plan_(PlanGemm(ActiveIsa(), init.input_types[kA] == DType::kInt8)) {
     const Tensor* b = kB < init.constant_inputs.size() ? init.constant_inputs[kB] : nullptr;
-    if (b) constant_b_ = PackGemmB(init.node, *b, init.pool);
+    if (b) constant_b_ = PackGemmB(init.node, *b, init.pool, init.weights);
   }
 
   // A constant B is packed at creation; Run reads its dtype and shape only.
@@ -147,7 +147,7 @@ class QGemmKernel : public OpKernel {
     // The product.
     const Tensor a_rows = trans_a_ ? Transposed(a, ctx.pool()) : a;
     PackedMatMulB b_storage;
-    if (!constant_b_) b_storage = PackGemmB(node, b, ctx.pool());
+    if (!constant_b_) b_storage = PackGemmB(node, b, ctx.pool(), nullptr);
     const PackedMatMulB& packed = constant_b_ ? *constant_b_ : b_storage;
 
     MatMulEpilogue e;
@@ -171,11 +171,12 @@ class QGemmKernel : public OpKernel {
   }
 
  private:
-  // B' ([K, N]) packed for the GEMM.
-  PackedMatMulB PackGemmB(const Node& node, const Tensor& b, ThreadPool* pool) const {
+  // B' ([K, N]) packed for the GEMM, into `arena` when B is constant.
+  PackedMatMulB PackGemmB(const Node& node, const Tensor& b, ThreadPool* pool,
+                          WeightArena* arena) const {
     CheckInt8Operand(node, b, "B");
     OCTET_CHECK(b.rank() == 2, node.Describe(), ": B must be 2-D, got ", ShapeToString(b.shape()));
-    return PackMatMulB(trans_b_ ? Transposed(b, pool) : b, plan_);
+    return PackMatMulB(trans_b_ ? Transposed(b, pool) : b, plan_, arena);
   }
 
   float alpha_;

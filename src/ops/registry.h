@@ -15,6 +15,7 @@
 namespace octet {
 
 class ThreadPool;
+class WeightArena;
 struct KvCacheState;
 
 // What a kernel sees at session creation.
@@ -23,6 +24,9 @@ struct KernelInit {
   std::vector<DType> input_types;              // kUndefined for omitted optional inputs
   std::vector<const Tensor*> constant_inputs;  // the initializer, or nullptr if not constant
   ThreadPool* pool;
+  // Where the kernel keeps what it packs from its constant inputs: the session's
+  // (core/weight_arena.h); null (the heap) where the kernel lives outside a session.
+  WeightArena* weights = nullptr;
 };
 
 // What a kernel sees per run.

@@ -15,6 +15,7 @@
 
 #include "core/memory_limit.h"
 #include "core/thread_pool.h"
+#include "core/weight_arena.h"
 #include "graph/octet_ops.h"
 #include "model/onnx_loader.h"
 #include "ops/evaluate.h"
@@ -107,6 +108,11 @@ std::string DeclaredShape(const std::vector<Dim> &dims) {
   FailWithContext(e, node_name, ": ");
 }
 
+// Initializer bytes freed after which a session's creation hands memory back to the
+// system: often enough to bound its peak, seldom enough that the allocator's walk of
+// its heap costs little.
+constexpr size_t kReleaseEveryBytes = size_t{16} << 20;
+
 uint64_t MaxTensorBytesFor(const SessionOptions &options) {
   return options.max_tensor_bytes != 0 ? options.max_tensor_bytes : DefaultMaxTensorBytes();
 }
@@ -116,6 +122,8 @@ uint64_t MaxTensorBytesFor(const SessionOptions &options) {
 struct InferenceSession::Impl {
   Model model;
   std::unique_ptr<ThreadPool> pool;
+  // What the kernels pack from their constant inputs; outlives them.
+  WeightArena weights;
   std::vector<CompiledNode> compiled;
   std::vector<TensorInfo> input_infos, output_infos, intermediate_infos;
   bool keep_intermediates = false;
@@ -205,6 +213,7 @@ void InferenceSession::Impl::Prepare(const SessionOptions &options) {
   for (int v : g.outputs) read_in_run[v] = true;
 
   const KernelRegistry &registry = KernelRegistry::Global();
+  size_t freed = 0;  // initializer bytes freed since memory last went back to the system
   for (const Node &node : g.nodes) {
     std::vector<DType> in_types;
     std::vector<const Tensor *> constants;
@@ -226,7 +235,7 @@ void InferenceSession::Impl::Prepare(const SessionOptions &options) {
                   " but the operator produces ", DTypeName(out_types[i]));
       value_types[out] = out_types[i];
     }
-    KernelInit init{node, in_types, constants, pool.get()};
+    KernelInit init{node, in_types, constants, pool.get(), &weights};
     std::unique_ptr<OpKernel> kernel;
     try {
       kernel = def.create(init);
@@ -243,12 +252,17 @@ void InferenceSession::Impl::Prepare(const SessionOptions &options) {
       if (kernel->ReadsConstantInRun(i)) read_in_run[in] = true;
       if (--readers_left[in] == 0 && !read_in_run[in]) {
         Tensor &t = g.initializers.at(in);
+        freed += t.nbytes();
         t = Tensor::View(t.dtype(), t.shape(), nullptr);
-        ReleaseCachedTensorMemory();  // back to the system before the next node packs
+        if (freed >= kReleaseEveryBytes) {
+          ReleaseCachedTensorMemory();  // back to the system before the next nodes pack
+          freed = 0;
+        }
       }
     }
     compiled.push_back(CompiledNode{&node, std::move(kernel), out_types, constants});
   }
+  if (freed > 0) ReleaseCachedTensorMemory();
 
   std::set<int> keep(g.outputs.begin(), g.outputs.end());
   for (int v : g.inputs) {

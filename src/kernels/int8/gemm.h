@@ -29,6 +29,7 @@
 namespace octet {
 
 class ThreadPool;
+class WeightArena;
 
 // Products with fewer multiply-adds (M x K x N) run on the calling thread:
 // waking another costs more than it saves. A decoder's GEMV, whose weights come
@@ -63,13 +64,14 @@ struct PackedB {
   std::vector<int32_t> col_sums;  // per padded column: sum over k of the stored bytes
 };
 
-// Packs row-major B (leading dimension ldb >= N) for `plan`.
-PackedB PackB(const GemmPlan& plan, const void* b, bool b_signed, int64_t K, int64_t N,
-              int64_t ldb);
+// Packs row-major B (leading dimension ldb >= N) for `plan`, into `arena` (a
+// constant weight's, core/weight_arena.h) or, when null, a tensor of its own.
+PackedB PackB(const GemmPlan& plan, const void* b, bool b_signed, int64_t K, int64_t N, int64_t ldb,
+              WeightArena* arena = nullptr);
 // PackB into `packed`, reusing its storage when the packed size is unchanged
 // (a B that changes every run, packed per product without allocating).
 void PackBInto(const GemmPlan& plan, PackedB& packed, const void* b, bool b_signed, int64_t K,
-               int64_t N, int64_t ldb);
+               int64_t N, int64_t ldb, WeightArena* arena = nullptr);
 
 // The zero points of a product: a null pointer means zero; a has M values when
 // a_per_row, else one; b has N values when b_per_column, else one.

@@ -8,6 +8,7 @@
 #endif
 
 #include "core/error.h"
+#include "core/weight_arena.h"
 #include "kernels/int8/gemm.h"
 #include "kernels/int8/gemm_kernels.h"
 
@@ -162,15 +163,15 @@ void PackA(const MicroKernel& kernel, const void* a, bool a_signed, int64_t ld, 
 
 namespace octet {
 
-PackedB PackB(const GemmPlan& plan, const void* b, bool b_signed, int64_t K, int64_t N,
-              int64_t ldb) {
+PackedB PackB(const GemmPlan& plan, const void* b, bool b_signed, int64_t K, int64_t N, int64_t ldb,
+              WeightArena* arena) {
   PackedB packed;
-  PackBInto(plan, packed, b, b_signed, K, N, ldb);
+  PackBInto(plan, packed, b, b_signed, K, N, ldb, arena);
   return packed;
 }
 
 void PackBInto(const GemmPlan& plan, PackedB& packed, const void* b, bool b_signed, int64_t K,
-               int64_t N, int64_t ldb) {
+               int64_t N, int64_t ldb, WeightArena* arena) {
   OCTET_CHECK(K >= 0 && N >= 0, "int8 GEMM: negative B shape K=", K, " N=", N);
   OCTET_CHECK(ldb >= N, "int8 GEMM: B leading dimension ", ldb, " < N=", N);
   OCTET_CHECK(K <= kGemmMaxK, "int8 GEMM: K=", K, " exceeds ", kGemmMaxK,
@@ -187,6 +188,10 @@ void PackBInto(const GemmPlan& plan, PackedB& packed, const void* b, bool b_sign
   const int64_t panel_bytes = packed.k_groups * nr * g_size;
   if (panels * panel_bytes > 0 && packed.data.numel() == panels * panel_bytes) {
     std::memset(packed.data.raw(), 0, static_cast<size_t>(panels * panel_bytes));  // the padding
+  } else if (arena != nullptr) {
+    // Zero-filled, with a tensor's 64 bytes of padding past the end.
+    const int64_t bytes = panels * panel_bytes;
+    packed.data = Tensor::View(DType::kInt8, {bytes}, arena->Allocate(bytes + 64));
   } else {
     packed.data = Tensor(DType::kInt8, {panels * panel_bytes});  // zero-filled: the padding
   }

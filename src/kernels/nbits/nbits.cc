@@ -165,7 +165,8 @@ void CheckShape(int64_t K, int64_t N, int64_t block_size) {
 }  // namespace
 
 PackedNBits PackNBits(const uint8_t* q, const float* scales, const float* zero_points, int64_t K,
-                      int64_t N, int64_t block_size, NBitsArithmetic arithmetic) {
+                      int64_t N, int64_t block_size, NBitsArithmetic arithmetic,
+                      WeightArena* arena) {
   CheckShape(K, N, block_size);
   PackedNBits w;
   w.K = K;
@@ -189,13 +190,15 @@ PackedNBits PackNBits(const uint8_t* q, const float* scales, const float* zero_p
   }
   w.exact_sixteenth_scales =
       std::all_of(scales, scales + N * w.k_blocks, [](float s) { return s / 16.f * 16.f == s; });
-  w.data.assign(w.panels * w.k_steps * w.step_bytes, 0);
+  const WeightAllocator<uint8_t> bytes(arena);
+  const WeightAllocator<float> floats(arena);
+  w.data = WeightVector<uint8_t>(w.panels * w.k_steps * w.step_bytes, 0, bytes);
   const int64_t params = w.panels * w.k_blocks * kNBitsPanel;
-  w.scales.assign(params, 0.f);
+  w.scales = WeightVector<float>(params, 0.f, floats);
   if (codes)
-    w.zero_codes.assign(params, 8);
+    w.zero_codes = WeightVector<uint8_t>(params, 8, bytes);
   else
-    w.zero_points.assign(params, 8.f);
+    w.zero_points = WeightVector<float>(params, 8.f, floats);
   for (int64_t n = 0; n < N; ++n) {
     const nbits::PanelOperands op = nbits::OperandsOf(w, n / kNBitsPanel);
     const int64_t j = n % kNBitsPanel;

@@ -22,8 +22,8 @@
 #pragma once
 
 #include <cstdint>
-#include <vector>
 
+#include "core/weight_arena.h"
 #include "kernels/isa.h"
 
 namespace octet {
@@ -61,12 +61,12 @@ struct PackedNBits {
   // for kFloat, 8 and 64 for kInt8); ceil(K / step_k).
   int64_t panels = 0, step_k = 0, step_bytes = 0, k_steps = 0;
   NBitsArithmetic arithmetic = NBitsArithmetic::kFloat;
-  std::vector<uint8_t> data;
-  std::vector<float> scales;
+  WeightVector<uint8_t> data;
+  WeightVector<float> scales;
   // The zero point of each block and column: zero_codes when every zero point
   // is an integer in [0, 15] (always so for kInt8), else zero_points (kFloat).
-  std::vector<uint8_t> zero_codes;
-  std::vector<float> zero_points;
+  WeightVector<uint8_t> zero_codes;
+  WeightVector<float> zero_points;
   // Every scale s has s / 16 exact (s / 16 x 16 == s: no rounding below the
   // normal range, no NaN), which lets a kernel scale 16 (q - zp) by s / 16.
   bool exact_sixteenth_scales = false;
@@ -75,9 +75,11 @@ struct PackedNBits {
 // q: N rows of K values in [0, 15] (row n is column n of the product);
 // scales, zero_points: N rows of k_blocks = ceil(K / block_size) values;
 // zero_points null means 8. kInt8 needs integral zero points. block_size is a
-// power of two >= 16. Throws octet::Error on bad sizes.
+// power of two >= 16. The packed operands live in `arena` (the heap when null).
+// Throws octet::Error on bad sizes.
 PackedNBits PackNBits(const uint8_t* q, const float* scales, const float* zero_points, int64_t K,
-                      int64_t N, int64_t block_size, NBitsArithmetic arithmetic);
+                      int64_t N, int64_t block_size, NBitsArithmetic arithmetic,
+                      WeightArena* arena = nullptr);
 
 // y (M x N, leading dimension ldy) = a (M x K, leading dimension lda) times the
 // packed weights, + bias (N values, or null). pool may be null.
