@@ -25,6 +25,13 @@ using simd::Avx512;
 // few enough that the accumulators stay in registers.
 constexpr int PanelsAtOnce(int rows) { return rows <= 2 ? 4 : 2; }
 
+// Whether R rows prefetch their group's bytes. One row's loop reads its stream fast
+// enough for the hardware prefetchers to follow it (the packed weights sit on huge
+// pages, core/weight_arena.h), and the prefetch instructions would only take load
+// slots; more rows spend longer per byte, and the prefetch keeps the next ones coming.
+template <int R>
+constexpr bool kSoftwarePrefetch = R > 1;
+
 // 2^23 as float bits: or-ing a value v < 2^23 into its mantissa gives the float 2^23 + v.
 constexpr int kMagic = 0x4B000000;
 // The _mm512_ternarylogic_epi32 immediate of (a & b) | c.
@@ -125,7 +132,7 @@ void FloatPanels(const PackedNBits& w, int64_t panel, const float* a, int64_t ld
   Accumulators<R, P> accumulators;
   auto& c = accumulators.c;
   for (int64_t b = 0; b < w.k_blocks; ++b) {
-    PrefetchBlock(op[0], b + 2);
+    if constexpr (kSoftwarePrefetch<R>) PrefetchBlock(op[0], b + 2);
     // w = (unpacked q - offset) * scale, for the low and the high codes.
     __m512 scale[P], offset[P], high_scale[P], high_offset[P];
 #pragma GCC unroll 4
@@ -137,7 +144,8 @@ void FloatPanels(const PackedNBits& w, int64_t panel, const float* a, int64_t ld
     }
     // One k pair, or (kPair false) odd K's last k, a low nibble alone.
     auto step = [&](int64_t k, auto pair) {
-      Prefetch(op[0].data, (k / 2) * data_stride + kPrefetchBytes, data_stride);
+      if constexpr (kSoftwarePrefetch<R>)
+        Prefetch(op[0].data, (k / 2) * data_stride + kPrefetchBytes, data_stride);
 #pragma GCC unroll 4
       for (int i = 0; i < P; ++i) {
         const __m512i x = LoadBytes(op[i].data + (k / 2) * data_stride);
@@ -186,7 +194,7 @@ void Int8Panels(const PackedNBits& w, int64_t panel, const QuantizedRows& a, flo
   Accumulators<R, P> accumulators;
   auto& c = accumulators.c;
   for (int64_t b = 0; b < w.k_blocks; ++b) {
-    PrefetchBlock(op[0], b + 2);
+    if constexpr (kSoftwarePrefetch<R>) PrefetchBlock(op[0], b + 2);
     __m512i t[R][P];
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r)
@@ -194,7 +202,8 @@ void Int8Panels(const PackedNBits& w, int64_t panel, const QuantizedRows& a, flo
       for (int i = 0; i < P; ++i) t[r][i] = _mm512_setzero_si512();
     const int64_t o1 = std::min(w.k_steps, (b + 1) * block_octets);
     for (int64_t o = b * block_octets; o < o1; ++o) {
-      Prefetch(op[0].data, o * data_stride + kPrefetchBytes, data_stride);
+      if constexpr (kSoftwarePrefetch<R>)
+        Prefetch(op[0].data, o * data_stride + kPrefetchBytes, data_stride);
 #pragma GCC unroll 4
       for (int i = 0; i < P; ++i) {
         // Per int32 lane (column): q[8o..8o+3] in the low nibbles, q[8o+4..8o+7] in the high.
