@@ -1,5 +1,6 @@
 // Memory for the operands a session's kernels pack once, at creation: their
-// weights in the kernels' layouts. A decoding step streams every weight once
+// weights in the kernels' layouts (and, in arenas of their own, a KV cache's
+// rows, ops/kv_cache.h). A decoding step streams every weight once
 // per token, so the weights' pages matter as much as their bytes: from 4 KiB
 // pages each one costs the walk of a TLB miss (a two-level walk in a virtual
 // machine), which a core's stream of loads cannot hide. The arena hands out

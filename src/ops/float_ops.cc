@@ -581,7 +581,7 @@ class FloatAttentionKernel : public OpKernel {
     if (length + count > capacity) {
       const int64_t grown =
           PanelRows(std::max({length + count, cache.reserve, 2 * capacity}), row_panel);
-      Tensor larger(DType::kFloat32, {rows.dim(0), rows.dim(1), grown, columns});
+      Tensor larger = cache.NewRows({rows.dim(0), rows.dim(1), grown, columns});
       // The keys' panels stay where they are as the capacity grows; each values panel
       // moves to its new start.
       if (length > 0) {

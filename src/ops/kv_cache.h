@@ -4,9 +4,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "core/tensor.h"
+#include "core/weight_arena.h"
 #include "kernels/float/sgemm.h"
 
 namespace octet {
@@ -33,6 +35,15 @@ struct KvCacheState {
   int64_t appended = -1;
   bool presents_wanted = false;    // the caller asked for the present outputs
   std::vector<KvCacheRows> nodes;  // by the attention node's cache_slot attribute
+
+  // A zero-filled float tensor for a node's grown rows. Every step reads the whole cache,
+  // so its rows go on huge pages as the weights do (core/weight_arena.h): the nodes that
+  // grow in one run share an arena, which lives while any tensor of it does.
+  Tensor NewRows(const Shape& shape);
+
+ private:
+  std::shared_ptr<WeightArena> rows_arena_;
+  int64_t rows_arena_length_ = -1;  // the length at the growth rows_arena_ serves
 };
 
 // count elements from each of `heads` runs of src (head_stride apart) to dst's (its
