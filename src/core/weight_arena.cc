@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include "core/error.h"
 #include "core/memory_limit.h"
@@ -64,7 +65,6 @@ void WeightArena::AddChunk(size_t bytes) {
   std::memset(base, 0, bytes);
 #endif
   chunks_.push_back({base, bytes});
-  reserved_ += bytes;
 }
 
 void* WeightArena::Allocate(size_t bytes) {
@@ -87,6 +87,11 @@ void* WeightArena::Allocate(size_t bytes) {
   left_ -= bytes;
   return block;
 #endif
+}
+
+Tensor ArenaTensor(WeightArena& arena, DType dtype, Shape shape, std::shared_ptr<void> owner) {
+  void* data = arena.Allocate(CheckedTensorBytes(dtype, shape) + 64);
+  return Tensor::View(dtype, std::move(shape), data, std::move(owner));
 }
 
 }  // namespace octet

@@ -17,6 +17,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/tensor.h"
+
 namespace octet {
 
 class WeightArena {
@@ -33,9 +35,6 @@ class WeightArena {
   // Throws octet::Error when the system refuses the memory.
   void* Allocate(size_t bytes);
 
-  // Bytes taken from the system for the chunks (what the blocks may occupy).
-  size_t reserved_bytes() const { return reserved_; }
-
  private:
   struct Chunk {
     void* base;
@@ -46,8 +45,12 @@ class WeightArena {
   std::vector<Chunk> chunks_;
   char* next_ = nullptr;  // the free rest of the newest chunk
   size_t left_ = 0;
-  size_t reserved_ = 0;
 };
+
+// A tensor in `arena`, zero-filled with a Tensor's 64 bytes of padding past its end (the
+// size checked as every tensor's is); `owner`, if any, is what keeps the arena alive.
+Tensor ArenaTensor(WeightArena& arena, DType dtype, Shape shape,
+                   std::shared_ptr<void> owner = nullptr);
 
 // A std::allocator for containers whose elements live in an arena (with none, the heap).
 // Freeing is left to the arena; the arena moves with the container.

@@ -12,13 +12,11 @@ constexpr int64_t kParallelCopyBytes = int64_t{1} << 17;
 }  // namespace
 
 Tensor KvCacheState::NewRows(const Shape& shape) {
-  const size_t bytes = CheckedTensorBytes(DType::kFloat32, shape);
   if (!rows_arena_ || rows_arena_length_ != length) {
     rows_arena_ = std::make_shared<WeightArena>();
     rows_arena_length_ = length;
   }
-  // With a tensor's 64 bytes of padding past the end, zero like the rest.
-  return Tensor::View(DType::kFloat32, shape, rows_arena_->Allocate(bytes + 64), rows_arena_);
+  return ArenaTensor(*rows_arena_, DType::kFloat32, shape, rows_arena_);
 }
 
 void CopyHeadRows(const float* src, int64_t src_head_stride, float* dst, int64_t dst_head_stride,

@@ -189,9 +189,7 @@ void PackBInto(const GemmPlan& plan, PackedB& packed, const void* b, bool b_sign
   if (panels * panel_bytes > 0 && packed.data.numel() == panels * panel_bytes) {
     std::memset(packed.data.raw(), 0, static_cast<size_t>(panels * panel_bytes));  // the padding
   } else if (arena != nullptr) {
-    // Zero-filled, with a tensor's 64 bytes of padding past the end.
-    const int64_t bytes = panels * panel_bytes;
-    packed.data = Tensor::View(DType::kInt8, {bytes}, arena->Allocate(bytes + 64));
+    packed.data = ArenaTensor(*arena, DType::kInt8, {panels * panel_bytes});
   } else {
     packed.data = Tensor(DType::kInt8, {panels * panel_bytes});  // zero-filled: the padding
   }
