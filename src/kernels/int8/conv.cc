@@ -404,7 +404,10 @@ void GemmPath::Run(const ConvGeometry& g, const Int8ConvOperand& x, const Epilog
   const auto pack = vnni                         ? conv::PackIm2colAvx512Vnni
                     : kernel.isa != Isa::kScalar ? conv::PackIm2colAvx2
                                                  : conv::PackIm2col;
-  const bool phase_planes = vnni && conv::UsesPhasePlanes(g);
+  // The shifted-run packers: AVX-512 VNNI, and the paired AVX2-class one without column sums.
+  const bool shifted_pairs = kernel.b_paired && !needs_col_sums_;
+  const bool phase_planes = (vnni || shifted_pairs) && conv::UsesPhasePlanes(g);
+  const auto build_planes = vnni ? conv::BuildPhasePlanesAvx512Vnni : conv::BuildPhasePlanesAvx2;
   // Requantized unsigned-B runs on AVX-512 VNNI whose x panel (nr x k bytes) fits L1 take the
   // requantizing tile (conv_pack.h RequantTile) over all of k.
   const bool requant_tiles = vnni && unsigned_b && e.is_8bit() && k_ <= kRequantTileMaxK;
@@ -446,8 +449,7 @@ void GemmPath::Run(const ConvGeometry& g, const Int8ConvOperand& x, const Epilog
 #if defined(__x86_64__) || defined(_M_X64)
       if (phase_planes) {
         sc.phases.resize(in_per_group * g.stride_h * g.stride_w * conv::PhasePlaneSize(g));
-        conv::BuildPhasePlanesAvx512Vnni(g, block.x_group, in_per_group, p0, count,
-                                         sc.phases.data());
+        build_planes(g, block.x_group, in_per_group, p0, count, sc.phases.data());
         block.phases = sc.phases.data();
       }
 #endif

@@ -72,7 +72,10 @@ void PackIm2col(const Im2colBlock& b, int8_t* rows, int8_t* packed_b, int32_t* c
 void BuildPhasePlanesAvx512Vnni(const ConvGeometry& g, const uint8_t* x_group, int64_t channels,
                                 int64_t p0, int64_t count, uint8_t* planes);
 void PackIm2colAvx512Vnni(const Im2colBlock& b, int8_t* rows, int8_t* packed_b, int32_t* col_sum);
-// PackIm2col compiled with AVX2 (the same bytes), for the AVX2-class micro-kernels.
+// PackIm2col compiled with AVX2 (the same bytes), for the AVX2-class micro-kernels;
+// it reads phase planes only for paired B without column sums.
+void BuildPhasePlanesAvx2(const ConvGeometry& g, const uint8_t* x_group, int64_t channels,
+                          int64_t p0, int64_t count, uint8_t* planes);
 void PackIm2colAvx2(const Im2colBlock& b, int8_t* rows, int8_t* packed_b, int32_t* col_sum);
 
 // The unsigned-B micro-tile (gemm_s8u8_8x32c4_avx512vnni's operands: a packed

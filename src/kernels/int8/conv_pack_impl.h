@@ -192,6 +192,41 @@ inline void StoreInterleaved(const __m512i v[4], int64_t c0, int64_t cols, int64
 }
 #endif
 
+#if defined(__SSE2__)
+// The paired words (gemm_kernels.h) of 16 columns of two k rows, one nr-16
+// panel: an unpack of the rows gives the plain pairs; a low column's pair
+// (+ 128) and its high column's then alternate byte by byte.
+inline void StorePairedWords16(__m128i r0, __m128i r1, int8_t* panel) {
+  const __m128i low =
+      _mm_xor_si128(_mm_unpacklo_epi8(r0, r1), _mm_set1_epi8(static_cast<char>(0x80)));
+  const __m128i high = _mm_unpackhi_epi8(r0, r1);
+  auto* d = reinterpret_cast<__m128i*>(panel);
+  _mm_storeu_si128(d, _mm_unpacklo_epi8(low, high));
+  _mm_storeu_si128(d + 1, _mm_unpackhi_epi8(low, high));
+}
+#endif
+
+#if defined(__AVX2__)
+// The same for 32 columns: lane 0's words go to panel, lane 1's to panel +
+// lane1 (nr 16: each lane is a panel's 16 columns, lane1 the panel stride;
+// nr 32: the lanes are permuted between the unpacks so that lane 0 holds the
+// low columns' pairs and lane 1 the high ones', lane1 32).
+inline void StorePairedWords32(__m256i r0, __m256i r1, int nr, int64_t lane1, int8_t* panel) {
+  __m256i low = _mm256_unpacklo_epi8(r0, r1), high = _mm256_unpackhi_epi8(r0, r1);
+  if (nr == 32) {
+    const __m256i first = low;
+    low = _mm256_permute2x128_si256(first, high, 0x20);
+    high = _mm256_permute2x128_si256(first, high, 0x31);
+  }
+  low = _mm256_xor_si256(low, _mm256_set1_epi8(static_cast<char>(0x80)));
+  const __m256i w0 = _mm256_unpacklo_epi8(low, high), w1 = _mm256_unpackhi_epi8(low, high);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(panel), _mm256_castsi256_si128(w0));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(panel + 16), _mm256_castsi256_si128(w1));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(panel + lane1), _mm256_extracti128_si256(w0, 1));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(panel + lane1 + 16), _mm256_extracti128_si256(w1, 1));
+}
+#endif
+
 // Writes 2 rows of `cols` bytes (a multiple of nr, itself a multiple of 16) as
 // group `group_dst` of the panels: in panel q, column j's 2 bytes at
 // q * panel_stride + j * 2; paired (gemm_kernels.h), the words of column
@@ -203,29 +238,11 @@ inline void InterleavePairs(const int8_t* rows, int64_t cols, int nr, bool paire
   int64_t c0 = 0;
 #if defined(__AVX2__)
   if (paired) {
-    // 32 columns per step. An unpack of the two rows gives the plain pairs of
-    // 16 columns per lane (nr 16: each lane a panel's; nr 32: lane 0 the low
-    // columns', lane 1 the high ones', after the lane permutes); a low
-    // column's pair (+ 128) and its high column's then alternate byte by
-    // byte: the words.
-    const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
     const int64_t lane1 = nr == 16 ? panel_stride : 32;  // where lane 1's words go
     for (; c0 + 32 <= cols; c0 += 32, panel += 32 / nr * panel_stride) {
-      const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows + c0));
-      const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows + cols + c0));
-      __m256i low = _mm256_unpacklo_epi8(a, b), high = _mm256_unpackhi_epi8(a, b);
-      if (nr == 32) {
-        const __m256i first = low;
-        low = _mm256_permute2x128_si256(first, high, 0x20);
-        high = _mm256_permute2x128_si256(first, high, 0x31);
-      }
-      low = _mm256_xor_si256(low, flip);
-      const __m256i w0 = _mm256_unpacklo_epi8(low, high), w1 = _mm256_unpackhi_epi8(low, high);
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(panel), _mm256_castsi256_si128(w0));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(panel + 16), _mm256_castsi256_si128(w1));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(panel + lane1), _mm256_extracti128_si256(w0, 1));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(panel + lane1 + 16),
-                       _mm256_extracti128_si256(w1, 1));
+      StorePairedWords32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows + c0)),
+                         _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows + cols + c0)), nr,
+                         lane1, panel);
     }
   }
 #endif
@@ -236,13 +253,8 @@ inline void InterleavePairs(const int8_t* rows, int64_t cols, int nr, bool paire
 #if defined(__SSE2__)
     auto* d = reinterpret_cast<__m128i*>(panel);
     if (paired && nr == 16) {  // a last odd panel: the step above in one lane
-      const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r0));
-      const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r1));
-      const __m128i low =
-          _mm_xor_si128(_mm_unpacklo_epi8(a, b), _mm_set1_epi8(static_cast<char>(0x80)));
-      const __m128i high = _mm_unpackhi_epi8(a, b);
-      _mm_storeu_si128(d, _mm_unpacklo_epi8(low, high));
-      _mm_storeu_si128(d + 1, _mm_unpackhi_epi8(low, high));
+      StorePairedWords16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r0)),
+                         _mm_loadu_si128(reinterpret_cast<const __m128i*>(r1)), panel);
       j = half;
     } else if (!paired) {
       for (; j + 16 <= nr; j += 16, d += 2) {
@@ -321,6 +333,12 @@ inline void Interleave(const int8_t* rows, int64_t cols, int nr, int64_t panel_s
   }
 }
 
+inline bool ShiftedRuns(const ConvGeometry& g) {
+  return g.stride_h == 1 && g.stride_w == 1 && g.in_w == g.out_w;
+}
+
+inline int64_t FloorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
 #if defined(__AVX512VNNI__)
 // Shifted runs. With stride 1 and in_w == out_w (1x1 convolutions, "same"-padded
 // k x k), output pixel p of tap (c, ky, kx) reads x[c][p + shift_y * in_w +
@@ -334,12 +352,6 @@ inline void Interleave(const int8_t* rows, int64_t cols, int nr, int64_t panel_s
 // + ry][j * stride_w + rx] with row pitch out_w, so tap (ky, kx) reads plane
 // (c, ry, rx) at p + sy * out_w + sx, (sy, ry) = divmod(ky * dilation_h -
 // pad_top, stride_h) and (sx, rx) likewise.
-inline bool ShiftedRuns(const ConvGeometry& g) {
-  return g.stride_h == 1 && g.stride_w == 1 && g.in_w == g.out_w;
-}
-
-inline int64_t FloorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
-
 inline void PackShiftedRuns(const Im2colBlock& b, int8_t* packed_b) {
   const ConvGeometry& g = *b.g;
   const int64_t w = g.out_w;  // row pitch of the source
@@ -424,7 +436,139 @@ inline void PackShiftedRuns(const Im2colBlock& b, int8_t* packed_b) {
 }
 #endif
 
-#if defined(__AVX512VNNI__)
+#if defined(__AVX2__) && !defined(__AVX512VNNI__)
+// Shifted runs (above) into the paired words of the vpmaddwd kernels, 2 k rows
+// x 32 pixels per step: AVX2 has no byte-masked load, so each row's 32 bytes
+// are loaded whole and blended with the padding by a byte mask per tap and
+// chunk (the tap column's periodic pattern and the tap row's range, built once
+// per block); a load that would reach outside the group's input channels
+// copies the valid bytes instead. No column sums: taken only when the
+// kernel's correction needs none.
+inline void PackShiftedPairs(const Im2colBlock& b, int8_t* packed_b) {
+  const ConvGeometry& g = *b.g;
+  const int64_t w = g.out_w, taps = g.kernel_h * g.kernel_w, channels = b.k / taps;
+  const int64_t k_pairs = CeilDiv(b.k, 2), cols = b.cols, count = b.count, p0 = b.p0;
+  const int64_t chunks = CeilDiv(cols, 32), panel_stride = k_pairs * b.nr * 2;
+  // The source of tap (c, ky, kx): channel c's plane for (ry, rx), at sy * w + sx.
+  const bool phases = b.phases != nullptr;
+  const int64_t plane_size = phases ? PhasePlaneSize(g) : g.in_h * g.in_w;
+  const int64_t channel_size = (phases ? g.stride_h * g.stride_w : 1) * plane_size;
+  const uint8_t* const source = phases ? b.phases : b.x_group;
+  const int64_t extent = channels * channel_size;  // bytes from source on that the taps read
+  // Per tap (ky, kx): its offset from the output pixel, and per chunk the
+  // pixels whose input is inside the image; per chunk the fill, the padding
+  // inside the block and 0 in the columns past count.
+  auto vector_at = [](const uint8_t* bytes) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bytes));
+  };
+  std::vector<int64_t> offsets(taps);
+  std::vector<uint8_t> columns(g.kernel_w * chunks * 32), fills(chunks * 32);
+  std::vector<uint8_t> masks(taps * chunks * 32);
+  std::fill_n(fills.begin(), count, static_cast<uint8_t>(b.pad));
+  for (int64_t kx = 0; kx < g.kernel_w; ++kx) {  // the column pattern, a run per output row
+    const TapColumn tc = MakeTapColumn(g, kx);
+    uint8_t* column = columns.data() + kx * chunks * 32;
+    for (int64_t j = 0, ox = p0 % w; j < count; j += w - ox, ox = 0) {
+      const int64_t n = std::min(w - ox, count - j);
+      const int64_t lo = std::clamp(tc.lo - ox, int64_t{0}, n), hi = std::clamp(tc.hi - ox, lo, n);
+      std::fill(column + j + lo, column + j + hi, 0xFF);
+    }
+  }
+  const __m256i lane_index =
+      _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21,
+                       22, 23, 24, 25, 26, 27, 28, 29, 30, 31);
+  for (int64_t ky = 0; ky < g.kernel_h; ++ky) {  // and the row range
+    const int64_t offset = ky * g.dilation_h - g.pad_top;
+    const int64_t sy = FloorDiv(offset, g.stride_h), ry = offset - sy * g.stride_h;
+    const int64_t oy_lo = std::min(g.out_h, offset >= 0 ? 0 : CeilDiv(-offset, g.stride_h));
+    const int64_t oy_hi = std::clamp<int64_t>(CeilDiv(g.in_h - offset, g.stride_h), oy_lo, g.out_h);
+    const int64_t first = std::clamp(oy_lo * w - p0, int64_t{0}, count);
+    const int64_t last = std::clamp(oy_hi * w - p0, first, count);
+    for (int64_t kx = 0; kx < g.kernel_w; ++kx) {
+      const int64_t tap = ky * g.kernel_w + kx;
+      const int64_t offset_x = MakeTapColumn(g, kx).offset;
+      const int64_t sx = FloorDiv(offset_x, g.stride_w), rx = offset_x - sx * g.stride_w;
+      offsets[tap] =
+          phases ? (ry * g.stride_w + rx) * plane_size + sy * w + sx : offset * w + offset_x;
+      for (int64_t q = 0; q < chunks; ++q) {  // bytes [first, last) of chunk q
+        const __m256i lo =
+            _mm256_set1_epi8(static_cast<char>(std::clamp<int64_t>(first - q * 32, 0, 32)));
+        const __m256i hi =
+            _mm256_set1_epi8(static_cast<char>(std::clamp<int64_t>(last - q * 32, 0, 32)));
+        const __m256i rows = _mm256_andnot_si256(_mm256_cmpgt_epi8(lo, lane_index),
+                                                 _mm256_cmpgt_epi8(hi, lane_index));
+        _mm256_storeu_si256(
+            reinterpret_cast<__m256i*>(masks.data() + (tap * chunks + q) * 32),
+            _mm256_and_si256(rows, vector_at(columns.data() + (kx * chunks + q) * 32)));
+      }
+    }
+  }
+  const __m256i flips = _mm256_set1_epi8(static_cast<char>(b.flip));
+  const int64_t lane1 = b.nr == 16 ? panel_stride : 32;
+  const int64_t chunk_stride = b.nr == 16 ? 2 * panel_stride : panel_stride;
+  int64_t c = 0, tap = 0;  // k = c * taps + tap
+  for (int64_t pair = 0; pair < k_pairs; ++pair) {
+    int64_t start[2];  // the row's byte offset from source at the block's first pixel
+    const uint8_t* mask[2];
+    bool present[2];
+    for (int i = 0; i < 2; ++i) {
+      present[i] = pair * 2 + i < b.k;  // padding k: the packed weights are 0 there
+      if (!present[i]) continue;
+      start[i] = c * channel_size + offsets[tap] + p0;
+      mask[i] = masks.data() + tap * chunks * 32;
+      if (++tap == taps) tap = 0, ++c;
+    }
+    int8_t* panel = packed_b + pair * b.nr * 2;
+    for (int64_t q = 0; q < chunks; ++q, panel += chunk_stride) {
+      const int64_t j = q * 32;
+      const __m256i fill = vector_at(fills.data() + j);
+      auto row = [&](int i) __attribute__((always_inline)) {
+        if (!present[i]) return _mm256_setzero_si256();
+        const __m256i valid = vector_at(mask[i] + j);
+        const int64_t at = start[i] + j;
+        __m256i x;
+        if (at >= 0 && at + 32 <= extent) [[likely]] {
+          x = vector_at(source + at);
+        } else {
+          alignas(32) uint8_t bytes[32] = {};
+          for (int64_t t = 0; t < 32; ++t) {
+            if (at + t >= 0 && at + t < extent) bytes[t] = source[at + t];
+          }
+          x = vector_at(bytes);
+        }
+        return _mm256_blendv_epi8(fill, _mm256_xor_si256(x, flips), valid);
+      };
+      const __m256i r0 = row(0), r1 = row(1);
+      if (j + 32 <= cols) {
+        StorePairedWords32(r0, r1, b.nr, lane1, panel);
+      } else {  // nr 16, a last odd panel
+        StorePairedWords16(_mm256_castsi256_si128(r0), _mm256_castsi256_si128(r1), panel);
+      }
+    }
+  }
+}
+#endif
+
+#if defined(__AVX2__)
+// dst[t] = src[2 t] for t < n; reads src[0, 2 n - 1) only.
+inline void CopyStride2(const uint8_t* src, int64_t n, uint8_t* dst) {
+#if defined(__AVX512BW__)
+  SegmentStride2Avx512(src, 0, n, n, 0, 0, reinterpret_cast<int8_t*>(dst));
+#else
+  int64_t t = 0;
+  const __m256i low_bytes = _mm256_set1_epi16(0x00FF);
+  for (; t + 33 <= n; t += 32) {  // 64 bytes read: 2 t + 64 <= 2 n - 1
+    const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 2 * t));
+    const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 2 * t + 32));
+    // The packs work per 128-bit lane: lanes a0 b0 a1 b1, put back in order.
+    const __m256i even =
+        _mm256_packus_epi16(_mm256_and_si256(a, low_bytes), _mm256_and_si256(b, low_bytes));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + t), _mm256_permute4x64_epi64(even, 0xD8));
+  }
+  for (; t < n; ++t) dst[t] = src[2 * t];
+#endif
+}
+
 inline void BuildPhasePlanes(const ConvGeometry& g, const uint8_t* x_group, int64_t channels,
                              int64_t p0, int64_t count, uint8_t* planes) {
   const int64_t plane_size = PhasePlaneSize(g), in_plane = g.in_h * g.in_w;
@@ -446,7 +590,7 @@ inline void BuildPhasePlanes(const ConvGeometry& g, const uint8_t* x_group, int6
           if (sw == 1) {
             std::copy_n(src, n, dst);
           } else if (sw == 2) {
-            SegmentStride2Avx512(src, 0, n, n, 0, 0, reinterpret_cast<int8_t*>(dst));
+            CopyStride2(src, n, dst);
           } else {
             for (int64_t j = 0; j < n; ++j) dst[j] = src[j * sw];
           }
@@ -526,6 +670,10 @@ inline void Pack(const Im2colBlock& b, int8_t* rows, int8_t* packed_b, int32_t* 
     _mm512_storeu_si512(col_sum + q * 32 + 16, sum1);
   }
 #else
+#if defined(__AVX2__)
+  if (b.paired && col_sum == nullptr && (b.phases != nullptr || ShiftedRuns(*b.g)))
+    return PackShiftedPairs(b, packed_b);
+#endif
   PackRows(b, rows, packed_b, col_sum);
 #endif
 }
