@@ -500,20 +500,24 @@ void GemmPath::Run(const ConvGeometry& g, const Int8ConvOperand& x, const Epilog
         for (int64_t g0 = 0; g0 < std::max<int64_t>(kg, 1); g0 += kc) {
           const int64_t groups = std::min(kc, kg - g0);
           const bool first = g0 == 0, last = g0 + kc >= kg;
+          // One TileArgs for the k block, its per-tile fields set per tile.
+          TileArgs args;
+          args.k_groups = groups;
+          args.accumulate = !first;
+          args.last = last;
+          if (kg > kc) args.partial_ld = cols;
+          if (last) {
+            if (!needs_col_sums_) args.col_offset = run.zeros.data();
+            args.epilogue = &e;
+            args.ld_out = pixels;
+          }
           for (int64_t q = 0; q < panels; ++q) {
             for (int64_t m = c0; m < c1; m += mr) {
               const int rows = static_cast<int>(std::min<int64_t>(mr, out_per_group - m));
               const int64_t o = o_base + m;
-              TileArgs args;
               args.a = packed_w + (o * kg + g0 * rows) * g_size * value_bytes;
               args.b = packed_b + (q * kg + g0) * nr * g_size;
-              args.k_groups = groups;
-              args.accumulate = !first;
-              args.last = last;
-              if (kg > kc) {
-                args.partial = sc.partial.data() + (m - c0) * cols + q * nr;
-                args.partial_ld = cols;
-              }
+              if (kg > kc) args.partial = sc.partial.data() + (m - c0) * cols + q * nr;
               if (last) {
                 args.row_neg_sum = row_neg_sum_.data() + o;  // the paired kernels' too
                 if (needs_col_sums_) {
@@ -521,14 +525,11 @@ void GemmPath::Run(const ConvGeometry& g, const Int8ConvOperand& x, const Epilog
                   args.col_term = sc.col_term.data() + q * nr;
                   args.col_zb = sc.col_zb.data() + q * nr;
                 } else {
-                  args.col_offset = run.zeros.data();
                   args.row_offset = run.row_offset.data() + o;
                 }
-                args.epilogue = &e;
                 args.row0 = o;
                 args.col0 = p0 + q * nr;
                 args.out = y_block + (m * pixels + q * nr) * out_size;
-                args.ld_out = pixels;
                 args.cols = static_cast<int>(std::min<int64_t>(nr, count - q * nr));
               }
               kernel.tile(rows, args);
