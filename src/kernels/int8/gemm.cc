@@ -207,26 +207,26 @@ void Gemm(const GemmPlan& plan, int64_t M, const Int8Operand& A, const GemmZeroP
       for (int64_t g0 = 0; g0 < kg; g0 += kc) {
         const int64_t groups = std::min(kc, kg - g0);
         const bool first = g0 == 0, last = g0 + groups == kg;
+        // One TileArgs for the k block, its per-tile fields set per tile.
+        TileArgs args;
+        args.a_ld = a_in_place ? A.ld : 0;
+        args.k_groups = groups;
+        args.accumulate = !first;
+        args.last = last;
+        if (k_blocks) args.partial_ld = block_ld;
+        if (last) {
+          args.epilogue = &epilogue;
+          args.ld_out = ld_out;
+        }
         for (int64_t np = np0; np < np1; ++np) {
           const int64_t n0 = np * nr;
           for (int64_t mp = mp0; mp < mp1; ++mp) {
             const int64_t m0 = mp * mr;
             const int rows = static_cast<int>(std::min<int64_t>(mr, M - m0));
-            TileArgs args;
-            if (a_in_place) {
-              args.a = static_cast<const uint8_t*>(A.data) + m0 * A.ld + g0 * group;
-              args.a_ld = A.ld;
-            } else {
-              args.a = sc.packed_a.data() + (m0 * kg + g0 * rows) * group * a_bytes;
-            }
+            args.a = a_in_place ? static_cast<const uint8_t*>(A.data) + m0 * A.ld + g0 * group
+                                : sc.packed_a.data() + (m0 * kg + g0 * rows) * group * a_bytes;
             args.b = packed_b + (np * kg + g0) * nr * group;
-            args.k_groups = groups;
-            args.accumulate = !first;
-            args.last = last;
-            if (k_blocks) {
-              args.partial = block + (m0 - row0) * block_ld + (n0 - col0);
-              args.partial_ld = block_ld;
-            }
+            if (k_blocks) args.partial = block + (m0 - row0) * block_ld + (n0 - col0);
             if (last) {
               args.row_neg_sum = sc.row_neg_sum.data() + m0;
               if (per_tensor) {
@@ -237,11 +237,9 @@ void Gemm(const GemmPlan& plan, int64_t M, const Int8Operand& A, const GemmZeroP
                 args.col_term = col_term + n0;
                 args.col_zb = col_zb + n0;
               }
-              args.epilogue = &epilogue;
               args.row0 = m0;
               args.col0 = n0;
               args.out = static_cast<uint8_t*>(out) + (m0 * ld_out + n0) * out_size;
-              args.ld_out = ld_out;
               args.cols = static_cast<int>(std::min<int64_t>(nr, N - n0));
             }
             kernel.tile(rows, args);
