@@ -20,6 +20,7 @@
 #include "guarded_buffer.h"
 #include "kernels/int8/conv.h"
 #include "kernels/int8/conv_depthwise.h"
+#include "kernels/int8/conv_pack.h"
 #include "kernels/int8/conv_reference.h"
 #include "kernels/int8/epilogue.h"
 
@@ -386,6 +387,80 @@ TEST(Int8Conv, PairedBOnTheVpmaddwdPaths) {
       c.zero_mode = zero_mode;
       ASSERT_TRUE(Resolve(c)) << c.Describe();
       EXPECT_EQ(CheckCase(c, rng, Requant::kPerChannel), 0);
+    }
+  }
+}
+
+// The AVX2 shifted-run packer (the paired words of the vpmaddwd kernels and
+// AVX-VNNI's 4-byte groups; phase planes for other strides) against the
+// baseline general packer, byte for byte: padded, dilated, strided and 1x1
+// geometries, blocks at the start, inside and at the end of the image (the
+// loads that fall back to byte copies), counts ending mid-panel, K not a
+// multiple of the group. Runs on any AVX2 CPU, so the AVX-VNNI layout is
+// checked on hosts that cannot run its kernel.
+TEST(Int8Conv, ShiftedRunPackersMatchTheGeneralPacker) {
+  if (!IsaSupported(Isa::kAvx2)) GTEST_SKIP() << "needs AVX2";
+  struct Shape {
+    int64_t c, h, w, k, stride, pad, dilation;
+  };
+  const Shape shapes[] = {{3, 9, 11, 3, 1, 1, 1}, {5, 7, 40, 5, 1, 2, 1},  {4, 10, 9, 3, 1, 2, 2},
+                          {7, 6, 37, 1, 1, 0, 1}, {6, 13, 15, 3, 2, 1, 1}, {3, 12, 70, 3, 2, 1, 1},
+                          {5, 9, 9, 1, 2, 0, 1},  {2, 8, 8, 7, 1, 3, 1}};
+  struct Layout {
+    int k_group, nr;
+    bool paired;
+  };
+  const Layout layouts[] = {{2, 16, true}, {2, 32, true}, {4, 16, false}};
+  std::mt19937 rng(11);
+  for (const Shape& s : shapes) {
+    ConvGeometry g;
+    g.batch = 1;
+    g.in_channels = s.c;
+    g.out_channels = 1;
+    g.group = 1;
+    g.in_h = s.h;
+    g.in_w = s.w;
+    g.kernel_h = g.kernel_w = s.k;
+    g.stride_h = g.stride_w = s.stride;
+    g.pad_top = g.pad_left = s.pad;
+    g.dilation_h = g.dilation_w = s.dilation;
+    g.out_h = (s.h + 2 * s.pad - s.dilation * (s.k - 1) - 1) / s.stride + 1;
+    g.out_w = (s.w + 2 * s.pad - s.dilation * (s.k - 1) - 1) / s.stride + 1;
+    const bool planes = conv::UsesPhasePlanes(g);
+    ASSERT_TRUE(planes || (s.stride == 1 && g.out_w == s.w)) << "not a shifted-run shape";
+    const int64_t k = s.c * s.k * s.k, pixels = g.out_h * g.out_w;
+    std::vector<uint8_t> x(s.c * s.h * s.w);
+    for (auto& v : x) v = static_cast<uint8_t>(rng());
+    for (const Layout& l : layouts) {
+      for (auto [p0, count] : {std::pair<int64_t, int64_t>{0, std::min<int64_t>(pixels, 45)},
+                               {pixels / 3, pixels / 2},
+                               {pixels - 37, 37},
+                               {0, pixels}}) {
+        conv::Im2colBlock block{&g,
+                                x.data(),
+                                k,
+                                p0,
+                                count,
+                                (count + l.nr - 1) / l.nr * l.nr,
+                                l.nr,
+                                l.k_group,
+                                static_cast<uint8_t>(rng() & 0x80),
+                                static_cast<int8_t>(rng())};
+        block.paired = l.paired;
+        const int64_t bytes = (k + l.k_group - 1) / l.k_group * l.k_group * block.cols;
+        std::vector<int8_t> rows(l.k_group * block.cols), want(bytes, 0x5A), got(bytes, 0x5A);
+        conv::PackIm2col(block, rows.data(), want.data(), nullptr);
+        std::vector<uint8_t> phases;
+        if (planes) {
+          phases.resize(s.c * s.stride * s.stride * conv::PhasePlaneSize(g));
+          conv::BuildPhasePlanesAvx2(g, x.data(), s.c, p0, count, phases.data());
+          block.phases = phases.data();
+        }
+        conv::PackIm2colAvx2(block, rows.data(), got.data(), nullptr);
+        ASSERT_EQ(got, want) << s.c << "x" << s.h << "x" << s.w << " k" << s.k << " s" << s.stride
+                             << " pad " << s.pad << " dilation " << s.dilation << ", group "
+                             << l.k_group << " nr " << l.nr << ", pixels " << p0 << "+" << count;
+      }
     }
   }
 }

@@ -437,18 +437,49 @@ inline void PackShiftedRuns(const Im2colBlock& b, int8_t* packed_b) {
 #endif
 
 #if defined(__AVX2__) && !defined(__AVX512VNNI__)
-// Shifted runs (above) into the paired words of the vpmaddwd kernels, 2 k rows
-// x 32 pixels per step: AVX2 has no byte-masked load, so each row's 32 bytes
-// are loaded whole and blended with the padding by a byte mask per tap and
-// chunk (the tap column's periodic pattern and the tap row's range, built once
-// per block); a load that would reach outside the group's input channels
-// copies the valid bytes instead. No column sums: taken only when the
-// kernel's correction needs none.
-inline void PackShiftedPairs(const Im2colBlock& b, int8_t* packed_b) {
+// The 4-byte groups of 4 k rows x 32 columns, two nr-16 panels: lane 0 of the
+// byte and word unpacks holds columns 0-15's groups, lane 1 columns 16-31's.
+inline void StoreGroups32(const __m256i (&r)[4], int64_t panel_stride, int8_t* panel) {
+  const __m256i lo01 = _mm256_unpacklo_epi8(r[0], r[1]), hi01 = _mm256_unpackhi_epi8(r[0], r[1]);
+  const __m256i lo23 = _mm256_unpacklo_epi8(r[2], r[3]), hi23 = _mm256_unpackhi_epi8(r[2], r[3]);
+  const __m256i a = _mm256_unpacklo_epi16(lo01, lo23), b = _mm256_unpackhi_epi16(lo01, lo23);
+  const __m256i c = _mm256_unpacklo_epi16(hi01, hi23), d = _mm256_unpackhi_epi16(hi01, hi23);
+  auto store = [](int8_t* dst, __m256i v) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), v);
+  };
+  store(panel, _mm256_permute2x128_si256(a, b, 0x20));
+  store(panel + 32, _mm256_permute2x128_si256(c, d, 0x20));
+  store(panel + panel_stride, _mm256_permute2x128_si256(a, b, 0x31));
+  store(panel + panel_stride + 32, _mm256_permute2x128_si256(c, d, 0x31));
+}
+
+// The same for 16 columns (a last odd panel), from the rows' low lanes.
+inline void StoreGroups16(const __m256i (&r)[4], int8_t* panel) {
+  const __m128i r0 = _mm256_castsi256_si128(r[0]), r1 = _mm256_castsi256_si128(r[1]);
+  const __m128i r2 = _mm256_castsi256_si128(r[2]), r3 = _mm256_castsi256_si128(r[3]);
+  const __m128i lo01 = _mm_unpacklo_epi8(r0, r1), hi01 = _mm_unpackhi_epi8(r0, r1);
+  const __m128i lo23 = _mm_unpacklo_epi8(r2, r3), hi23 = _mm_unpackhi_epi8(r2, r3);
+  auto* d = reinterpret_cast<__m128i*>(panel);
+  _mm_storeu_si128(d, _mm_unpacklo_epi16(lo01, lo23));
+  _mm_storeu_si128(d + 1, _mm_unpackhi_epi16(lo01, lo23));
+  _mm_storeu_si128(d + 2, _mm_unpacklo_epi16(hi01, hi23));
+  _mm_storeu_si128(d + 3, _mm_unpackhi_epi16(hi01, hi23));
+}
+
+// Shifted runs (above) for the AVX2-class kernels: kRows = 2 into the paired
+// words of the vpmaddwd kernels (nr 16 or 32), kRows = 4 into AVX-VNNI's 4-byte
+// groups (nr 16), kRows k rows x 32 pixels per step. AVX2 has no byte-masked
+// load, so each row's 32 bytes are loaded whole and blended with the padding by
+// a byte mask per tap and chunk (the tap column's periodic pattern and the tap
+// row's range, built once per block); a load that would reach outside the
+// group's input channels copies the valid bytes instead. No column sums: taken
+// only when the kernel's correction needs none.
+template <int kRows>
+inline void PackShiftedRunsAvx2(const Im2colBlock& b, int8_t* packed_b) {
   const ConvGeometry& g = *b.g;
   const int64_t w = g.out_w, taps = g.kernel_h * g.kernel_w, channels = b.k / taps;
-  const int64_t k_pairs = CeilDiv(b.k, 2), cols = b.cols, count = b.count, p0 = b.p0;
-  const int64_t chunks = CeilDiv(cols, 32), panel_stride = k_pairs * b.nr * 2;
+  const int64_t k_groups = CeilDiv(b.k, kRows), cols = b.cols, count = b.count, p0 = b.p0;
+  const int64_t chunks = CeilDiv(cols, 32), panel_stride = k_groups * b.nr * kRows;
   // The source of tap (c, ky, kx): channel c's plane for (ry, rx), at sy * w + sx.
   const bool phases = b.phases != nullptr;
   const int64_t plane_size = phases ? PhasePlaneSize(g) : g.in_h * g.in_w;
@@ -507,18 +538,18 @@ inline void PackShiftedPairs(const Im2colBlock& b, int8_t* packed_b) {
   const int64_t lane1 = b.nr == 16 ? panel_stride : 32;
   const int64_t chunk_stride = b.nr == 16 ? 2 * panel_stride : panel_stride;
   int64_t c = 0, tap = 0;  // k = c * taps + tap
-  for (int64_t pair = 0; pair < k_pairs; ++pair) {
-    int64_t start[2];  // the row's byte offset from source at the block's first pixel
-    const uint8_t* mask[2];
-    bool present[2];
-    for (int i = 0; i < 2; ++i) {
-      present[i] = pair * 2 + i < b.k;  // padding k: the packed weights are 0 there
+  for (int64_t group = 0; group < k_groups; ++group) {
+    int64_t start[kRows];  // the row's byte offset from source at the block's first pixel
+    const uint8_t* mask[kRows];
+    bool present[kRows];
+    for (int i = 0; i < kRows; ++i) {
+      present[i] = group * kRows + i < b.k;  // padding k: the packed weights are 0 there
       if (!present[i]) continue;
       start[i] = c * channel_size + offsets[tap] + p0;
       mask[i] = masks.data() + tap * chunks * 32;
       if (++tap == taps) tap = 0, ++c;
     }
-    int8_t* panel = packed_b + pair * b.nr * 2;
+    int8_t* panel = packed_b + group * b.nr * kRows;
     for (int64_t q = 0; q < chunks; ++q, panel += chunk_stride) {
       const int64_t j = q * 32;
       const __m256i fill = vector_at(fills.data() + j);
@@ -538,11 +569,21 @@ inline void PackShiftedPairs(const Im2colBlock& b, int8_t* packed_b) {
         }
         return _mm256_blendv_epi8(fill, _mm256_xor_si256(x, flips), valid);
       };
-      const __m256i r0 = row(0), r1 = row(1);
-      if (j + 32 <= cols) {
-        StorePairedWords32(r0, r1, b.nr, lane1, panel);
-      } else {  // nr 16, a last odd panel
-        StorePairedWords16(_mm256_castsi256_si128(r0), _mm256_castsi256_si128(r1), panel);
+      const bool whole = j + 32 <= cols;  // else nr 16, a last odd panel
+      if constexpr (kRows == 2) {
+        const __m256i r0 = row(0), r1 = row(1);
+        if (whole) {
+          StorePairedWords32(r0, r1, b.nr, lane1, panel);
+        } else {
+          StorePairedWords16(_mm256_castsi256_si128(r0), _mm256_castsi256_si128(r1), panel);
+        }
+      } else {
+        const __m256i r[4] = {row(0), row(1), row(2), row(3)};
+        if (whole) {
+          StoreGroups32(r, panel_stride, panel);
+        } else {
+          StoreGroups16(r, panel);
+        }
       }
     }
   }
@@ -671,8 +712,10 @@ inline void Pack(const Im2colBlock& b, int8_t* rows, int8_t* packed_b, int32_t* 
   }
 #else
 #if defined(__AVX2__)
-  if (b.paired && col_sum == nullptr && (b.phases != nullptr || ShiftedRuns(*b.g)))
-    return PackShiftedPairs(b, packed_b);
+  if (col_sum == nullptr && (b.phases != nullptr || ShiftedRuns(*b.g))) {
+    if (b.paired) return PackShiftedRunsAvx2<2>(b, packed_b);
+    if (b.k_group == 4 && b.nr == 16) return PackShiftedRunsAvx2<4>(b, packed_b);
+  }
 #endif
   PackRows(b, rows, packed_b, col_sum);
 #endif
