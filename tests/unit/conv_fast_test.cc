@@ -413,19 +413,17 @@ TEST(Int8Conv, ShiftedRunPackersMatchTheGeneralPacker) {
   const Layout layouts[] = {{2, 16, true}, {2, 32, true}, {4, 16, false}};
   std::mt19937 rng(11);
   for (const Shape& s : shapes) {
-    ConvGeometry g;
-    g.batch = 1;
+    Case shape_case;
+    ConvGeometry& g = shape_case.g;
+    g.batch = g.out_channels = 1;
     g.in_channels = s.c;
-    g.out_channels = 1;
-    g.group = 1;
     g.in_h = s.h;
     g.in_w = s.w;
     g.kernel_h = g.kernel_w = s.k;
     g.stride_h = g.stride_w = s.stride;
-    g.pad_top = g.pad_left = s.pad;
+    g.pad_top = g.pad_left = shape_case.pad_bottom = shape_case.pad_right = s.pad;
     g.dilation_h = g.dilation_w = s.dilation;
-    g.out_h = (s.h + 2 * s.pad - s.dilation * (s.k - 1) - 1) / s.stride + 1;
-    g.out_w = (s.w + 2 * s.pad - s.dilation * (s.k - 1) - 1) / s.stride + 1;
+    ASSERT_TRUE(Resolve(shape_case));
     const bool planes = conv::UsesPhasePlanes(g);
     ASSERT_TRUE(planes || (s.stride == 1 && g.out_w == s.w)) << "not a shifted-run shape";
     const int64_t k = s.c * s.k * s.k, pixels = g.out_h * g.out_w;
@@ -457,9 +455,8 @@ TEST(Int8Conv, ShiftedRunPackersMatchTheGeneralPacker) {
           block.phases = phases.data();
         }
         conv::PackIm2colAvx2(block, rows.data(), got.data(), nullptr);
-        ASSERT_EQ(got, want) << s.c << "x" << s.h << "x" << s.w << " k" << s.k << " s" << s.stride
-                             << " pad " << s.pad << " dilation " << s.dilation << ", group "
-                             << l.k_group << " nr " << l.nr << ", pixels " << p0 << "+" << count;
+        ASSERT_EQ(got, want) << shape_case.Describe() << ", group " << l.k_group << " nr " << l.nr
+                             << ", pixels " << p0 << "+" << count;
       }
     }
   }
