@@ -406,8 +406,8 @@ void GemmPath::Run(const ConvGeometry& g, const Int8ConvOperand& x, const Epilog
                                                  : conv::PackIm2col;
   // The shifted-run packers read phase planes: AVX-512 VNNI's, and the AVX2 one of the
   // paired words and AVX-VNNI's 4-byte groups when no column sums are needed.
-  const bool avx2_shifted = kernel.isa != Isa::kScalar && !vnni && !needs_col_sums_ &&
-                            (kernel.b_paired || (g_size == 4 && nr == 16));
+  const bool avx2_shifted = kernel.isa != Isa::kScalar && !vnni &&
+                            conv::UsesAvx2ShiftedRuns(g_size, nr, kernel.b_paired, needs_col_sums_);
   const bool phase_planes = (vnni || avx2_shifted) && conv::UsesPhasePlanes(g);
   const auto build_planes = vnni ? conv::BuildPhasePlanesAvx512Vnni : conv::BuildPhasePlanesAvx2;
   // Requantized unsigned-B runs on AVX-512 VNNI whose x panel (nr x k bytes) fits L1 take the

@@ -59,6 +59,12 @@ inline bool UsesPhasePlanes(const ConvGeometry& g) {
   return true;
 }
 
+// Whether PackIm2colAvx2 packs a B layout from shifted runs (and phase planes): the
+// paired vpmaddwd words or AVX-VNNI's 4-byte groups of 16 columns, without column sums.
+inline bool UsesAvx2ShiftedRuns(int k_group, int nr, bool paired, bool column_sums) {
+  return !column_sums && (paired || (k_group == 4 && nr == 16));
+}
+
 // Writes ceil(k / G) groups of cols / nr panels to packed_b (panel stride
 // ceil(k / G) * nr * G bytes) and col_sum[j] = sum over k of the packed values
 // of column j (j < count); col_sum may be null (no sums wanted). rows: G * cols
@@ -73,7 +79,8 @@ void BuildPhasePlanesAvx512Vnni(const ConvGeometry& g, const uint8_t* x_group, i
                                 int64_t p0, int64_t count, uint8_t* planes);
 void PackIm2colAvx512Vnni(const Im2colBlock& b, int8_t* rows, int8_t* packed_b, int32_t* col_sum);
 // PackIm2col compiled with AVX2 (the same bytes), for the AVX2-class micro-kernels;
-// it reads phase planes only for paired B without column sums.
+// it packs shifted runs (reading phase planes when given) for the layouts
+// UsesAvx2ShiftedRuns accepts.
 void BuildPhasePlanesAvx2(const ConvGeometry& g, const uint8_t* x_group, int64_t channels,
                           int64_t p0, int64_t count, uint8_t* planes);
 void PackIm2colAvx2(const Im2colBlock& b, int8_t* rows, int8_t* packed_b, int32_t* col_sum);

@@ -712,9 +712,9 @@ inline void Pack(const Im2colBlock& b, int8_t* rows, int8_t* packed_b, int32_t* 
   }
 #else
 #if defined(__AVX2__)
-  if (col_sum == nullptr && (b.phases != nullptr || ShiftedRuns(*b.g))) {
-    if (b.paired) return PackShiftedRunsAvx2<2>(b, packed_b);
-    if (b.k_group == 4 && b.nr == 16) return PackShiftedRunsAvx2<4>(b, packed_b);
+  if (UsesAvx2ShiftedRuns(b.k_group, b.nr, b.paired, col_sum != nullptr) &&
+      (b.phases != nullptr || ShiftedRuns(*b.g))) {
+    return b.paired ? PackShiftedRunsAvx2<2>(b, packed_b) : PackShiftedRunsAvx2<4>(b, packed_b);
   }
 #endif
   PackRows(b, rows, packed_b, col_sum);
