@@ -113,6 +113,18 @@ inline TapColumn MakeTapColumn(const ConvGeometry& g, int64_t kx) {
   return {offset, lo, hi};
 }
 
+// Calls run(a, b) for each range [a, b) of the block's pixels [0, count) whose
+// input column for tap column tc is inside the row: one range per output row
+// the block touches, the block starting at output column ox0 of a row of w.
+template <typename Run>
+inline void ForEachColumnRun(const TapColumn& tc, int64_t w, int64_t ox0, int64_t count, Run run) {
+  for (int64_t j = 0, ox = ox0; j < count; j += w - ox, ox = 0) {
+    const int64_t n = std::min(w - ox, count - j);
+    const int64_t lo = std::clamp(tc.lo - ox, int64_t{0}, n), hi = std::clamp(tc.hi - ox, lo, n);
+    if (lo < hi) run(j + lo, j + hi);
+  }
+}
+
 // im2col row (c, ky, kx) for the block's pixels into out[0, count); the block
 // starts at output position (oy0, ox0).
 inline void BuildRow(const Im2colBlock& b, const uint8_t* channel, int64_t ky, const TapColumn& tc,
@@ -373,10 +385,14 @@ inline void PackShiftedRuns(const Im2colBlock& b, int8_t* packed_b) {
     const TapColumn tc = MakeTapColumn(g, kx);
     const int64_t sx = FloorDiv(tc.offset, g.stride_w), rx = tc.offset - sx * g.stride_w;
     offsets_x[kx] = phases ? rx * plane_size + sx : tc.offset;
-    for (int64_t j = 0, ox = p0 % w; j < count; ++j) {
-      if (ox >= tc.lo && ox < tc.hi) column_masks[kx * chunks + j / 64] |= __mmask64{1} << (j % 64);
-      if (++ox == w) ox = 0;
-    }
+    __mmask64* mask = column_masks.data() + kx * chunks;
+    ForEachColumnRun(tc, w, p0 % w, count, [&](int64_t first, int64_t last) {
+      for (int64_t j = first; j < last;) {  // bits [first, last), a word at a time
+        const int64_t n = std::min(last - j, 64 - j % 64);
+        mask[j / 64] |= bits(n) << (j % 64);
+        j += n;
+      }
+    });
   }
   // Per ky: the plane row offset and the block pixels [first, last) whose input
   // row is inside the image.
