@@ -421,13 +421,14 @@ class SoftmaxKernel : public OpKernel {
     // every row takes the same kernel.
     vmath::ParallelForWork(ctx.pool(), outer * inner, x.numel() * kTranscendentalCost,
                            [&](int64_t begin, int64_t end) {
-                             std::vector<float> row(inner == 1 ? 0 : length);
+                             if (inner == 1) {
+                               vmath::SoftmaxRows(px + begin * length, po + begin * length, length,
+                                                  end - begin, length);
+                               return;
+                             }
+                             std::vector<float> row(length);
                              for (int64_t r = begin; r < end; ++r) {
                                const int64_t start = r / inner * length * inner + r % inner;
-                               if (inner == 1) {
-                                 vmath::SoftmaxRow(px + start, po + start, length);
-                                 continue;
-                               }
                                for (int64_t j = 0; j < length; ++j) row[j] = px[start + j * inner];
                                vmath::SoftmaxRow(row.data(), row.data(), length);
                                for (int64_t j = 0; j < length; ++j) po[start + j * inner] = row[j];

@@ -139,8 +139,7 @@ void SoftmaxLastAxis(const Tensor& x, Tensor& y, ThreadPool* pool) {
   const float* px = x.data<float>();
   float* py = y.data<float>();
   vmath::ParallelForWork(pool, x.numel() / length, x.numel() * 16, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r)
-      vmath::SoftmaxRow(px + r * length, py + r * length, length);
+    vmath::SoftmaxRows(px + begin * length, py + begin * length, length, end - begin, length);
   });
 }
 
@@ -399,8 +398,9 @@ class FloatAttentionKernel : public OpKernel {
           rest /= scores_shape[dim];
         }
         for (int64_t i = 0; i < m; ++i)
-          ScaleMaskSoftmax(scores.data() + i * n, n, divisor_value,
-                           pm + mask_offset + i * mask_strides[rank - 2], mask_step);
+          ScaleMask(scores.data() + i * n, n, divisor_value,
+                    pm + mask_offset + i * mask_strides[rank - 2], mask_step);
+        vmath::SoftmaxRows(scores.data(), scores.data(), n, m, n);
         Sgemm(m, dv, n, SgemmOperand::RowMajor(scores.data(), n),
               SgemmOperand::RowMajor(pv + start(bi, n, dv), v_ld), po + start(bi, m, dv), v_ld,
               nullptr);
@@ -414,13 +414,8 @@ class FloatAttentionKernel : public OpKernel {
   }
 
  private:
-  // One row of scores through the scale, the mask (mask_step 0: one value) and the softmax,
-  // each the separate node's operation.
-  void ScaleMaskSoftmax(float* row, int64_t n, const float* scale, const float* mask_row,
-                        int mask_step) const {
-    ScaleMask(row, n, scale, mask_row, mask_step);
-    vmath::SoftmaxRow(row, row, n);
-  }
+  // One row of scores through the scale and the mask (mask_step 0: one value), each the
+  // separate node's operation; the softmax follows (vmath::SoftmaxRows).
   void ScaleMask(float* row, int64_t n, const float* scale, const float* mask_row,
                  int mask_step) const {
     vmath::Binary(scale_op_, row, 1, scale, 0, row, n);
@@ -687,9 +682,10 @@ class FloatAttentionKernel : public OpKernel {
           const float* mask_head = pm + b * mask_strides[0] + h * mask_strides[1];
           float* head_scores = scores.data() + (h - first_head) * m * n;
           for (int64_t i = 0; i < m; ++i)
-            ScaleMaskSoftmax(head_scores + i * n, n, factor_value, mask_head + i * mask_strides[2],
-                             mask_step);
+            ScaleMask(head_scores + i * n, n, factor_value, mask_head + i * mask_strides[2],
+                      mask_step);
         }
+        vmath::SoftmaxRows(scores.data(), scores.data(), n, rows, n);
         Sgemm(rows, dv, n, SgemmOperand::RowMajor(scores.data(), n),
               v_packed ? SgemmOperand::Packed(v_panels) : SgemmOperand::RowMajor(v_head, dv),
               po + first_row * dv, dv, nullptr);
@@ -790,15 +786,13 @@ class FloatAttentionKernel : public OpKernel {
       keys.rows = width;
       Sgemm(r1 - r0, width, d, SgemmOperand::RowMajor(q + r0 * d, d), SgemmOperand::Packed(keys),
             scores + r0 * n, n, nullptr);
-      for (int64_t i = r0; i < r1; ++i) {
-        float* row = scores + i * n;
-        ScaleMask(row, width, factor, mask + i * mask_row_stride, 1);
-        // The full row's softmax would add keys at -inf: neutral to SoftmaxRow's lane
-        // maxima, and each exp +0, neutral to its lane sums (or, when the max is NaN,
-        // the NaN every lane already holds). So the first `width` values are the full
-        // row's, and nothing reads the rest.
-        vmath::SoftmaxRow(row, row, width);
-      }
+      for (int64_t i = r0; i < r1; ++i)
+        ScaleMask(scores + i * n, width, factor, mask + i * mask_row_stride, 1);
+      // The full rows' softmax would add keys at -inf: neutral to SoftmaxRow's lane
+      // maxima, and each exp +0, neutral to its lane sums (or, when the max is NaN,
+      // the NaN every lane already holds). So the first `width` values are the full
+      // rows', and nothing reads the rest.
+      vmath::SoftmaxRows(scores + r0 * n, scores + r0 * n, width, r1 - r0, n);
       SgemmPacked values;  // its first `width` rows: a panel's rows do not depend on K
       if (v_packed) {
         values = *v_packed;

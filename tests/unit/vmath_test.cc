@@ -321,6 +321,39 @@ TEST(Vmath, NormalizedExpsAreSoftmaxBitForBit) {
   }
 }
 
+TEST(Vmath, SoftmaxRowsGiveEachRowsSoftmaxRowBits) {
+  // Rows run several at once: every row count up to past two blocks, rows with
+  // a NaN, an infinity or only -inf among them, a padded row stride, in place.
+  for (int64_t n : {1, 7, 16, 33, 128}) {
+    for (int64_t rows = 0; rows <= 9; ++rows) {
+      const int64_t ld = n + 3;
+      std::vector<float> x =
+          RandomValues(rows * ld, static_cast<uint32_t>(n * 16 + rows), -30.f, 30.f);
+      if (rows > 2) x[2 * ld + n / 2] = kNaN;
+      if (rows > 5) x[5 * ld] = kInf;
+      if (rows > 6) std::fill_n(x.begin() + 6 * ld, n, -kInf);
+      for (Isa isa : Paths()) {
+        std::vector<float> y(x.size(), 7.f), in_place = x, expected(x.size(), 7.f);
+        for (int64_t r = 0; r < rows; ++r)
+          vmath::SoftmaxRow(x.data() + r * ld, expected.data() + r * ld, n, isa);
+        vmath::SoftmaxRows(x.data(), y.data(), n, rows, ld, isa);
+        vmath::SoftmaxRows(in_place.data(), in_place.data(), n, rows, ld, isa);
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t i = 0; i < ld; ++i) {
+            const int64_t at = r * ld + i;
+            const float want = i < n ? expected[at] : 7.f;  // the stride's gap stays untouched
+            ASSERT_EQ(std::bit_cast<uint32_t>(y[at]), std::bit_cast<uint32_t>(want))
+                << "n=" << n << " rows=" << rows << " r=" << r << " i=" << i << " on "
+                << IsaName(isa);
+            ASSERT_EQ(std::bit_cast<uint32_t>(in_place[at]),
+                      std::bit_cast<uint32_t>(i < n ? expected[at] : x[at]))
+                << "in place, n=" << n << " rows=" << rows << " r=" << r << " i=" << i;
+          }
+      }
+    }
+  }
+}
+
 TEST(Vmath, SoftmaxRowsWithNaNInfinityOrOnlyMinusInfinityAreNaN) {
   for (Isa isa : Paths()) {
     for (float special : {kNaN, kInf}) {

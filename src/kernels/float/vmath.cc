@@ -46,7 +46,11 @@ void Binary(BinaryOp op, const float* a, int a_step, const float* b, int b_step,
 }
 
 void SoftmaxRow(const float* x, float* y, int64_t n, Isa isa) {
-  KernelsFor(isa).softmax_row(x, y, n);
+  KernelsFor(isa).softmax_rows(x, y, n, 1, n);
+}
+
+void SoftmaxRows(const float* x, float* y, int64_t n, int64_t rows, int64_t ld, Isa isa) {
+  KernelsFor(isa).softmax_rows(x, y, n, rows, ld);
 }
 
 void NormalizeRow(float* y, int64_t n, Isa isa) { KernelsFor(isa).normalize_row(y, n); }

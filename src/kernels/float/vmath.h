@@ -47,6 +47,11 @@ void Binary(BinaryOp op, const float* a, int a_step, const float* b, int b_step,
 // and a multiply. A row with NaN or +inf, or with every entry -inf, is all NaN.
 void SoftmaxRow(const float* x, float* y, int64_t n, Isa isa = ActiveIsa());
 
+// SoftmaxRow of `rows` rows of n, row r at x + r * ld and y + r * ld (x == y
+// allowed): the same bits as one call per row, faster.
+void SoftmaxRows(const float* x, float* y, int64_t n, int64_t rows, int64_t ld,
+                 Isa isa = ActiveIsa());
+
 // y = y / sum(y) with SoftmaxRow's sum and division, so that SoftmaxRow(x)
 // equals NormalizeRow(exp(x - max(x))) bit for bit: softmax from exps computed
 // elsewhere (a lookup table). n > 0 finite non-negative values with a positive sum.

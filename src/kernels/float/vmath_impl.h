@@ -18,6 +18,7 @@
 #include <limits>
 
 #include "kernels/float/vmath_kernels.h"
+#include "kernels/for_count.h"
 
 namespace octet::vmath {
 // Internal linkage: each including file compiles these for its own instruction
@@ -194,29 +195,47 @@ void Binary(BinaryOp op, const float* a, int a_step, const float* b, int b_step,
   }
 }
 
-// Calls step(group, v, offset, count) for the vectors of x in order, where
-// group = the vector's lane group in the 16 reduction lanes and count its
-// valid lanes (the rest hold `fill`, which each step must treat as neutral).
-template <class V, class Step>
-void ForLaneGroups(const float* x, int64_t n, float fill, Step step) {
+// Calls step(r, group, v, offset, count) for the vectors of rows r < R of x
+// (ld apart) in order, the rows interleaved, where group = the vector's lane
+// group in the 16 reduction lanes and count its valid lanes (the rest hold
+// `fill`, which each step must treat as neutral).
+template <class V, int R, class Step>
+void ForRowLaneGroups(const float* x, int64_t ld, int64_t n, float fill, Step step) {
   constexpr int W = V::kWidth, kGroups = kLanes / W;
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes)
-    for (int g = 0; g < kGroups; ++g) step(g, V::Load(x + i + g * W), i + g * W, W);
+    for (int g = 0; g < kGroups; ++g)
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) step(r, g, V::Load(x + r * ld + i + g * W), i + g * W, W);
   for (int g = 0; g < kGroups && i + g * W < n; ++g) {
     const int64_t offset = i + g * W;
     const int count = static_cast<int>(std::min<int64_t>(W, n - offset));
-    step(g, count == W ? V::Load(x + offset) : V::LoadPartial(x + offset, count, fill), offset,
-         count);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const float* row = x + r * ld + offset;
+      step(r, g, count == W ? V::Load(row) : V::LoadPartial(row, count, fill), offset, count);
+    }
   }
+}
+
+// The same for one row: step(group, v, offset, count).
+template <class V, class Step>
+void ForLaneGroups(const float* x, int64_t n, float fill, Step step) {
+  ForRowLaneGroups<V, 1>(
+      x, 0, n, fill,
+      [&](int, int g, typename V::F v, int64_t offset, int count) { step(g, v, offset, count); });
 }
 
 // Combines the 16 lanes as ((l0 op l8) op (l4 op l12)) op ..., the same on every path.
 template <class V, class Op>
 float CombineLanes(const typename V::F (&groups)[kLanes / V::kWidth], Op op) {
-  float lanes[kLanes];
+  alignas(64) float lanes[kLanes];
   for (int g = 0; g < kLanes / V::kWidth; ++g) V::Store(lanes + g * V::kWidth, groups[g]);
+    // Unrolled whole: a loop here keeps the lanes in memory, a chain of stores
+    // and reloads that the row kernels wait on.
+#pragma GCC unroll 4
   for (int width = kLanes / 2; width >= 1; width /= 2)
+#pragma GCC unroll 8
     for (int j = 0; j < width; ++j) lanes[j] = op(lanes[j], lanes[j + width]);
   return lanes[0];
 }
@@ -228,30 +247,50 @@ void DivideBySum(const typename V::F (&sums)[kLanes / V::kWidth], float* y, int6
   BinaryLoop<V, BinaryOp::kMul, true, false>(y, &scale, y, n);
 }
 
-template <class V>
-void SoftmaxRow(const float* x, float* y, int64_t n) {
+// R rows' softmax, interleaved so that one row's reductions (max, sum, the
+// reciprocal) wait while the others compute; each row takes exactly the
+// operations it would take alone.
+template <class V, int R>
+void SoftmaxRowsOf(const float* x, float* y, int64_t n, int64_t ld) {
   using F = typename V::F;
   constexpr int kGroups = kLanes / V::kWidth;
-  if (n <= 0) return;
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-  F maxima[kGroups], sums[kGroups];
-  for (int g = 0; g < kGroups; ++g) {
-    maxima[g] = V::Set(kNegInf);
-    sums[g] = V::Set(0.f);
-  }
-  ForLaneGroups<V>(x, n, kNegInf,
-                   [&](int g, F v, int64_t, int) { maxima[g] = V::Max(maxima[g], v); });
-  const F max = V::Set(CombineLanes<V>(maxima, [](float a, float b) { return a > b ? a : b; }));
-  ForLaneGroups<V>(x, n, kNegInf, [&](int g, F v, int64_t offset, int count) {
-    const F e = Math<V>::Exp(V::Sub(v, max));
-    if (count == V::kWidth) {
-      V::Store(y + offset, e);
-    } else {
-      V::StorePartial(y + offset, e, count);
+  F maxima[R][kGroups], sums[R][kGroups], max[R];
+  for (int r = 0; r < R; ++r)
+    for (int g = 0; g < kGroups; ++g) {
+      maxima[r][g] = V::Set(kNegInf);
+      sums[r][g] = V::Set(0.f);
     }
-    sums[g] = V::Add(sums[g], e);
+  ForRowLaneGroups<V, R>(x, ld, n, kNegInf, [&](int r, int g, F v, int64_t, int) {
+    maxima[r][g] = V::Max(maxima[r][g], v);
   });
-  DivideBySum<V>(sums, y, n);
+  for (int r = 0; r < R; ++r)
+    max[r] = V::Set(CombineLanes<V>(maxima[r], [](float a, float b) { return a > b ? a : b; }));
+  ForRowLaneGroups<V, R>(x, ld, n, kNegInf, [&](int r, int g, F v, int64_t offset, int count) {
+    const F e = Math<V>::Exp(V::Sub(v, max[r]));
+    float* out = y + r * ld + offset;
+    if (count == V::kWidth) {
+      V::Store(out, e);
+    } else {
+      V::StorePartial(out, e, count);
+    }
+    sums[r][g] = V::Add(sums[r][g], e);
+  });
+  for (int r = 0; r < R; ++r) DivideBySum<V>(sums[r], y + r * ld, n);
+}
+
+// Rows at once: enough to overlap the reductions' latency.
+constexpr int kSoftmaxRowsAtOnce = 4;
+
+template <class V>
+void SoftmaxRows(const float* x, float* y, int64_t n, int64_t rows, int64_t ld) {
+  if (n <= 0) return;
+  for (int64_t r = 0; r < rows;) {
+    const int block = static_cast<int>(std::min<int64_t>(kSoftmaxRowsAtOnce, rows - r));
+    ForCount<kSoftmaxRowsAtOnce>(
+        block, [&]<int R>() { SoftmaxRowsOf<V, R>(x + r * ld, y + r * ld, n, ld); });
+    r += block;
+  }
 }
 
 template <class V>
@@ -323,7 +362,7 @@ constexpr Kernels MakeKernels() {
       Map<V, Math<V>::GeluErf>,
       Map<V, Math<V>::GeluTanh>,
       Binary<V>,
-      SoftmaxRow<V>,
+      SoftmaxRows<V>,
       NormalizeRow<V>,
       LayerNormRow<V>,
   };

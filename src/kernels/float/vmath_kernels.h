@@ -14,7 +14,7 @@ struct Kernels {
   UnaryKernel exp, erf, logistic, tanh, gelu_erf, gelu_tanh;
   void (*binary)(BinaryOp op, const float* a, int a_step, const float* b, int b_step, float* y,
                  int64_t n);
-  void (*softmax_row)(const float* x, float* y, int64_t n);
+  void (*softmax_rows)(const float* x, float* y, int64_t n, int64_t rows, int64_t ld);
   void (*normalize_row)(float* y, int64_t n);
   void (*layer_norm_row)(const float* x, const float* scale, const float* bias, float epsilon,
                          float* y, int64_t n, float* mean, float* inv_std);
