@@ -97,7 +97,8 @@ struct Math {
     q = V::Fma(q, t, C(6.34846687e-1f));
     q = V::Fma(q, t, C(1.28717512e-1f));
     q = V::Fma(q, t, t);
-    const F big = V::Or(V::Sub(C(1.f), Exp(V::Sub(C(0.f), q))), V::SignBit(x));
+    // -q is in [-18, 0]: Exp's clamps and its floor never act (NaN passes them as it is).
+    const F big = V::Or(V::Sub(C(1.f), ExpAbove(V::Sub(C(0.f), q))), V::SignBit(x));
     return V::Select(V::Less(C(0.921875f), a), big, small);  // NaN takes `small`: NaN
   }
 
