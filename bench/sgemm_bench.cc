@@ -2,8 +2,10 @@
 // the float ops run: square-ish MatMul, transformer projections (weights = B,
 // packed once) and convolution as im2col (weights = A, packed once; N = output
 // pixels). Counter: GFLOPS = 2 x MACs per second (wall time). Also the softmax
-// row of attention (vmath::SoftmaxRow, 128 keys, without and with padding).
-// OCTET_ISA selects the path. Run: build/<dir>/sgemm_bench [--benchmark_filter=...]
+// row of attention (vmath::SoftmaxRow, 128 keys, without and with padding, one
+// row per call and all rows in one vmath::SoftmaxRows) and the element-wise
+// functions of kernels/float/vmath.h. OCTET_ISA selects the path. Run: build/<dir>/sgemm_bench
+// [--benchmark_filter=...]
 #include <benchmark/benchmark.h>
 
 #include <random>
@@ -103,6 +105,31 @@ void BM_SoftmaxRows(benchmark::State& state) {
 }
 
 BENCHMARK(BM_SoftmaxRows)->Arg(128)->Arg(20)->ArgName("kept")->UseRealTime();
+
+// An element-wise function over 16384 values spread over [-4, 4] (in L1).
+// Counter: ns_per_value.
+void BM_VmathUnary(benchmark::State& state) {
+  static constexpr struct {
+    const char* name;
+    void (*fn)(const float*, float*, int64_t, Isa);
+  } kFunctions[] = {{"exp", vmath::Exp},          {"erf", vmath::Erf},
+                    {"gelu_erf", vmath::GeluErf}, {"gelu_tanh", vmath::GeluTanh},
+                    {"tanh", vmath::Tanh},        {"logistic", vmath::Logistic}};
+  const auto& f = kFunctions[state.range(0)];
+  state.SetLabel(f.name);
+  constexpr int64_t kValues = 16384;
+  std::vector<float> x(kValues), y(kValues);
+  for (int64_t i = 0; i < kValues; ++i) x[i] = -4.f + 8.f * static_cast<float>(i % 997) / 997.f;
+  const Isa isa = ActiveIsa();
+  for (auto _ : state) {
+    f.fn(x.data(), y.data(), kValues, isa);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["ns_per_value"] = benchmark::Counter(
+      kValues * 1e-9, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+
+BENCHMARK(BM_VmathUnary)->DenseRange(0, 5)->ArgName("function")->UseRealTime();
 
 }  // namespace
 }  // namespace octet
