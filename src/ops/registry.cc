@@ -38,6 +38,32 @@ bool KernelRegistry::HasOp(const std::string& domain, const std::string& op_type
 
 namespace {
 
+// com.microsoft operators that ONNX Runtime's graph optimizations write in place of plain
+// ONNX subgraphs (onnxruntime.transformers' optimize_model, a session's
+// optimized_model_filepath and the tools built on them), and its quantizer's forms of them.
+bool IsOrtFusion(const Node& node) {
+  static constexpr const char* kFusions[] = {"Attention",
+                                             "MultiHeadAttention",
+                                             "GroupQueryAttention",
+                                             "QAttention",
+                                             "EmbedLayerNormalization",
+                                             "QEmbedLayerNormalization",
+                                             "RotaryEmbedding",
+                                             "SkipLayerNormalization",
+                                             "SkipSimplifiedLayerNormalization",
+                                             "BiasGelu",
+                                             "BiasSoftmax",
+                                             "QuickGelu",
+                                             "FusedConv",
+                                             "FusedGemm",
+                                             "FusedMatMul",
+                                             "NhwcConv"};
+  if (node.domain != kMsDomain) return false;
+  for (const char* op : kFusions)
+    if (node.op_type == op) return true;
+  return false;
+}
+
 // The inputs a node must list before a kernel's dtype checks (KernelDef::accepts and
 // infer_types, which read them by position) may look at it: every operator's first
 // but Constant's, all eight of QLinearConv's and QLinearMatMul's. A hostile model's node
@@ -64,7 +90,12 @@ const KernelDef& KernelRegistry::Find(const Node& node, const std::vector<DType>
   }
   if (!op_known)
     Fail("unsupported operator ", node.op_type, " (domain ", node.domain, ", opset ", node.opset,
-         ")", node.name.empty() ? "" : " in node '" + node.name + "'");
+         ")", node.name.empty() ? "" : " in node '" + node.name + "'",
+         IsOrtFusion(node) ? ": a fusion that ONNX Runtime's graph optimizations write "
+                             "(onnxruntime.transformers' optimize_model, or a session's "
+                             "optimized_model_filepath); octet runs the model as exported, so "
+                             "quantize the model from before that step"
+                           : "");
   if (!version_known)
     Fail("unsupported opset for ", node.Describe(), ": no kernel for this version");
   Fail(node.Describe(), ": unsupported input types ", DTypeList(types));

@@ -178,5 +178,32 @@ TEST(Registry, UnknownOperatorNamesDomainAndOpset) {
   }
 }
 
+TEST(Registry, OnnxRuntimeFusionsSayWhereTheyComeFrom) {
+  Node n;
+  n.op_type = "SkipLayerNormalization";
+  n.domain = kMsDomain;
+  n.opset = 1;
+  n.name = "sln";
+  try {
+    KernelRegistry::Global().Find(n, {DType::kFloat32});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("unsupported operator SkipLayerNormalization (domain com.microsoft, "
+                       "opset 1) in node 'sln': a fusion that ONNX Runtime's graph "
+                       "optimizations write"),
+              std::string::npos)
+        << msg;
+  }
+  // Another com.microsoft operator octet lacks gets no such hint.
+  n.op_type = "FrobnicateLinear";
+  try {
+    KernelRegistry::Global().Find(n, {DType::kFloat32});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).find("ONNX Runtime"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace octet
