@@ -230,10 +230,10 @@ void ForLaneGroups(const float* x, int64_t n, float fill, Step step) {
 // Combines the 16 lanes as ((l0 op l8) op (l4 op l12)) op ..., the same on every path.
 template <class V, class Op>
 float CombineLanes(const typename V::F (&groups)[kLanes / V::kWidth], Op op) {
+  // The tree is unrolled whole: as a loop it keeps the lanes in memory, a chain of
+  // stores and reloads that the row kernels wait on.
   alignas(64) float lanes[kLanes];
   for (int g = 0; g < kLanes / V::kWidth; ++g) V::Store(lanes + g * V::kWidth, groups[g]);
-    // Unrolled whole: a loop here keeps the lanes in memory, a chain of stores
-    // and reloads that the row kernels wait on.
 #pragma GCC unroll 4
   for (int width = kLanes / 2; width >= 1; width /= 2)
 #pragma GCC unroll 8
