@@ -417,15 +417,11 @@ class SoftmaxKernel : public OpKernel {
     }
     const float* px = x.data<float>();
     float* po = out.data<float>();
+    if (inner == 1) return vmath::ParallelSoftmaxRows(ctx.pool(), px, po, length, outer);
     // One row per (outer, inner) pair; a strided row is gathered so that
     // every row takes the same kernel.
     vmath::ParallelForWork(ctx.pool(), outer * inner, x.numel() * kTranscendentalCost,
                            [&](int64_t begin, int64_t end) {
-                             if (inner == 1) {
-                               vmath::SoftmaxRows(px + begin * length, po + begin * length, length,
-                                                  end - begin, length);
-                               return;
-                             }
                              std::vector<float> row(length);
                              for (int64_t r = begin; r < end; ++r) {
                                const int64_t start = r / inner * length * inner + r % inner;

@@ -136,11 +136,7 @@ class MatMulKernel : public OpKernel {
 void SoftmaxLastAxis(const Tensor& x, Tensor& y, ThreadPool* pool) {
   const int64_t length = x.rank() == 0 ? 1 : x.shape().back();
   if (x.numel() == 0) return;
-  const float* px = x.data<float>();
-  float* py = y.data<float>();
-  vmath::ParallelForWork(pool, x.numel() / length, x.numel() * 16, [&](int64_t begin, int64_t end) {
-    vmath::SoftmaxRows(px + begin * length, py + begin * length, length, end - begin, length);
-  });
+  vmath::ParallelSoftmaxRows(pool, x.data<float>(), y.data<float>(), length, x.numel() / length);
 }
 
 // x with its axes permuted (ONNX Transpose), as a new dense tensor.

@@ -70,4 +70,11 @@ void ParallelForWork(ThreadPool* pool, int64_t items, int64_t work,
   }
 }
 
+void ParallelSoftmaxRows(ThreadPool* pool, const float* x, float* y, int64_t n, int64_t rows) {
+  // About 16 simple operations per element: the exp's polynomial and the passes.
+  ParallelForWork(pool, rows, rows * n * 16, [&](int64_t begin, int64_t end) {
+    SoftmaxRows(x + begin * n, y + begin * n, n, end - begin, n);
+  });
+}
+
 }  // namespace octet::vmath

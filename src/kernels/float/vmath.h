@@ -69,5 +69,9 @@ void LayerNormRow(const float* x, const float* scale, const float* bias, float e
 void ParallelForWork(ThreadPool* pool, int64_t items, int64_t work,
                      const std::function<void(int64_t, int64_t)>& fn);
 
+// SoftmaxRows of `rows` consecutive rows of n (x == y allowed), split over pool
+// (may be null) as ParallelForWork splits its items.
+void ParallelSoftmaxRows(ThreadPool* pool, const float* x, float* y, int64_t n, int64_t rows);
+
 }  // namespace vmath
 }  // namespace octet
