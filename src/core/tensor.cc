@@ -19,27 +19,64 @@ namespace octet {
 
 namespace {
 
-// Large buffers are kept when their last tensor goes and handed to the next tensor of
-// the same size class instead of going back to the system: glibc maps and unmaps, or
-// trims, buffers this large, and faulting fresh pages in costs more than the kernels
-// that fill them (MiniLM at batch 32: 277k page faults, half of every run). Like an
-// inference runtime's arena, this keeps a session's working set between runs. A buffer
-// is freed when keeping it would pass kCacheBytes, or when kMaxIdleOps cache operations
-// went by without a tensor of its size class (a decoder's KV cache grows through the
-// classes; the ones it left are not needed again).
+// Buffers are kept when their last tensor goes and handed to the next tensor of the
+// same size class instead of going back to the system.
+//
+// Large ones: glibc maps and unmaps, or trims, buffers this large, and faulting fresh
+// pages in costs more than the kernels that fill them (MiniLM at batch 32: 277k page
+// faults, half of every run). Like an inference runtime's arena, this keeps a session's
+// working set between runs. A large buffer is freed when keeping it would pass
+// kCacheBytes, or when kMaxIdleOps cache operations went by without a tensor of its size
+// class (a decoder's KV cache grows through the classes; the ones it left are not needed
+// again).
+//
+// Small ones: glibc's aligned_alloc (before 2.38) takes its slow path for every size
+// (no per-thread cache for aligned blocks), and a model of small tensors (a decoding
+// step, a short sequence) makes hundreds per run. A free list per size class, linked
+// through the buffers themselves, serves them, up to kSmallCacheBytes in all. Under
+// AddressSanitizer small buffers go back to the allocator, so that a use after free is
+// still caught.
 constexpr size_t kCachedMinBytes = size_t{256} << 10;
 constexpr size_t kCacheBytes = size_t{1} << 30;
 constexpr uint64_t kMaxIdleOps = 4096;
+constexpr size_t kSmallCacheBytes = size_t{32} << 20;
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kCacheSmallBuffers = false;
+#else
+constexpr bool kCacheSmallBuffers = true;
+#endif
 
 // Eight size classes per power of two (page multiples), so that a tensor that grows a
-// little from run to run reuses the buffer of the run before.
+// little from run to run reuses the buffer of the run before. Below a page, every
+// 64-byte multiple (what Tensor allocates) is its own class.
 size_t SizeClass(size_t bytes) {
+  if (bytes <= 4096) return (bytes + 63) / 64 * 64;
   const size_t step = std::max<size_t>(4096, std::bit_floor(bytes) / 8);
   return (bytes + step - 1) / step * step;
 }
 
 class BufferCache {
  public:
+  void* TakeSmall(size_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = small_.find(bytes);
+    if (it == small_.end() || it->second == nullptr) return nullptr;
+    void* p = it->second;
+    std::memcpy(&it->second, p, sizeof(void*));
+    small_cached_ -= bytes;
+    return p;
+  }
+  void GiveSmall(void* p, size_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (small_cached_ + bytes > kSmallCacheBytes) {
+      std::free(p);
+      return;
+    }
+    void*& head = small_[bytes];
+    std::memcpy(p, &head, sizeof(void*));
+    head = p;
+    small_cached_ += bytes;
+  }
   void* Take(size_t bytes) {
     std::lock_guard<std::mutex> lock(mu_);
     ++ops_;
@@ -68,6 +105,13 @@ class BufferCache {
   void Clear() {
     std::lock_guard<std::mutex> lock(mu_);
     while (!by_age_.empty()) FreeOldest();
+    for (auto& [bytes, head] : small_)
+      while (head != nullptr) {
+        void* p = head;
+        std::memcpy(&head, p, sizeof(void*));
+        std::free(p);
+      }
+    small_cached_ = 0;
   }
 
  private:
@@ -92,6 +136,9 @@ class BufferCache {
   std::multimap<size_t, Entries::iterator> by_size_;
   size_t cached_ = 0;
   uint64_t ops_ = 0;
+  // Small buffers: per size class the first free one, each holding the next's address.
+  std::map<size_t, void*> small_;
+  size_t small_cached_ = 0;
 };
 
 // Never destroyed: tensors with static storage may outlive any static cache object.
@@ -101,15 +148,17 @@ BufferCache& Cache() {
 }
 
 std::shared_ptr<void> AllocateStorage(size_t alloc) {
-  if (alloc < kCachedMinBytes) {
-    void* p = std::aligned_alloc(64, alloc);
+  const size_t rounded = SizeClass(alloc);
+  const bool small = rounded < kCachedMinBytes;
+  if (small && !kCacheSmallBuffers) {
+    void* p = std::aligned_alloc(64, rounded);
     OCTET_CHECK(p != nullptr, "out of memory allocating ", alloc, " bytes");
     return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
   }
-  const size_t rounded = SizeClass(alloc);
-  void* p = Cache().Take(rounded);
+  void* p = small ? Cache().TakeSmall(rounded) : Cache().Take(rounded);
   if (p == nullptr) p = std::aligned_alloc(64, rounded);
   OCTET_CHECK(p != nullptr, "out of memory allocating ", alloc, " bytes");
+  if (small) return std::shared_ptr<void>(p, [rounded](void* q) { Cache().GiveSmall(q, rounded); });
   return std::shared_ptr<void>(p, [rounded](void* q) { Cache().Give(q, rounded); });
 }
 

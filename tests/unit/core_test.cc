@@ -70,6 +70,25 @@ TEST(Tensor, LargeBuffersServeTheNextTensorOfTheirSizeClass) {
   ReleaseCachedTensorMemory();
 }
 
+// A small buffer goes to its size class's free list and serves the next tensor of that
+// class, which is still all zeros when it asks for zeros (the list's link lived in it).
+TEST(Tensor, SmallBuffersServeTheNextTensorOfTheirSizeClass) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "under AddressSanitizer small buffers go back to the allocator";
+#endif
+  ReleaseCachedTensorMemory();
+  const void* first;
+  {
+    Tensor t = Tensor::Uninitialized(DType::kFloat32, {3, 5});
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = 1.f;
+    first = t.raw();
+  }
+  Tensor again(DType::kInt32, {15});
+  EXPECT_EQ(again.raw(), first);
+  for (int64_t i = 0; i < again.numel() + 16; ++i) EXPECT_EQ(again.data<int32_t>()[i], 0) << i;
+  ReleaseCachedTensorMemory();
+}
+
 Graph ChainGraph() {
   // x -> A -> y -> B -> z, nodes stored in reverse order.
   Graph g;
