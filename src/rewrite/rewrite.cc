@@ -6,6 +6,7 @@
 #include <sstream>
 #include <vector>
 
+#include "rewrite/constant_fold.h"
 #include "rewrite/float_attention.h"
 #include "rewrite/float_gelu.h"
 #include "rewrite/float_matmul_int8.h"
@@ -88,6 +89,8 @@ QdqReport ApplyRewrites(Graph& graph, const NodeEvaluator& evaluate,
   // the graph computes later (ORT orders a subgraph it hands over by its own rules) would
   // then come after it. Sessions run nodes in order: restore one that is valid.
   if (!IsSorted(graph)) graph.TopologicalSort();
+  if (options.fold_constants && options.enabled && !EnvIs("OCTET_QDQ", "0"))
+    FoldConstantNodes(graph, evaluate);
   return report;
 }
 

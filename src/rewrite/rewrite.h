@@ -28,6 +28,9 @@ struct RewriteOptions {
   // The forward route (rewrite/float_matmul_int8.h): float MatMuls with a constant
   // 2-D weight become octet.Int8DynamicMatMul. Runs even when `enabled` is false.
   bool float_matmul_int8 = false;
+  // Nodes of constant inputs run once and become initializers (rewrite/constant_fold.h);
+  // a session sets it unless it keeps every intermediate value. Needs `enabled`.
+  bool fold_constants = false;
 };
 
 // ApplyRewrites with explicit options; returns what the passes did instead of

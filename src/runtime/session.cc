@@ -182,8 +182,8 @@ void InferenceSession::Impl::Prepare(const SessionOptions &options) {
   profile = print_profile = profile_env && std::string(profile_env) == "1";
 
   Graph &g = model.graph;
-  const RewriteOptions rewrite_options{options.rewrites,
-                                       options.float_matmul == FloatMatMul::kInt8};
+  const RewriteOptions rewrite_options{options.rewrites, options.float_matmul == FloatMatMul::kInt8,
+                                       !options.keep_intermediates};
   const QdqReport report = ApplyRewrites(g, EvaluateNode, rewrite_options);
   if (options.borrowed_initializers) KeepUsedInitializers(g);
   if (options.rewrite_report) {
