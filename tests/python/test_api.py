@@ -434,3 +434,34 @@ def test_an_input_with_any_other_reader_is_not_read_in_place():
     want = ort_session(model).run(None, {"x": x, "y": x})
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
+
+
+def test_constant_nodes_run_once_and_change_no_bits():
+    """A LayerNormalization whose scale and bias are DequantizeLinear of int8 constants (as
+    ORT's quantizer writes them), one of them through a Mul: a session folds those nodes
+    (no DequantizeLinear or Mul runs), one that keeps its intermediates runs them; both
+    give the same bits, near ONNX Runtime's (its LayerNormalization sums in another
+    order)."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((3, 16)).astype(np.float32)
+    q = lambda name, values: numpy_helper.from_array(np.array(values, np.int8), name)
+    f = lambda name, values: numpy_helper.from_array(np.array(values, np.float32), name)
+    model = make_model(
+        [helper.make_node("DequantizeLinear", ["gamma_q", "g_scale", "g_zero"], ["gamma"]),
+         helper.make_node("DequantizeLinear", ["beta_q", "b_scale"], ["beta_half"]),
+         helper.make_node("Mul", ["beta_half", "two"], ["beta"]),
+         helper.make_node("LayerNormalization", ["x", "gamma", "beta"], ["y"], axis=-1)],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 16])],
+        [q("gamma_q", rng.integers(-128, 128, 16)), f("g_scale", 0.013), q("g_zero", 3),
+         q("beta_q", rng.integers(-128, 128, 16)), f("b_scale", 0.007), f("two", 2.0)])
+    runs = {}
+    for keep in (False, True):
+        session = octet.InferenceSession(model.SerializeToString(), keep_intermediates=keep)
+        session.set_profiling(True)
+        runs[keep] = session.run(["y"], {"x": x})[0]
+        ops = {o["op"] for o in session.profile()["ops"]}
+        assert ("ai.onnx.DequantizeLinear" in ops) == keep and ("ai.onnx.Mul" in ops) == keep
+    np.testing.assert_array_equal(runs[False], runs[True])
+    np.testing.assert_allclose(runs[False], ort_session(model).run(None, {"x": x})[0],
+                               rtol=1e-5, atol=1e-6)
