@@ -14,6 +14,7 @@
 #endif
 
 #include "core/memory_limit.h"
+#include "core/sanitizers.h"
 
 namespace octet {
 
@@ -40,11 +41,7 @@ constexpr size_t kCachedMinBytes = size_t{256} << 10;
 constexpr size_t kCacheBytes = size_t{1} << 30;
 constexpr uint64_t kMaxIdleOps = 4096;
 constexpr size_t kSmallCacheBytes = size_t{32} << 20;
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kCacheSmallBuffers = false;
-#else
-constexpr bool kCacheSmallBuffers = true;
-#endif
+constexpr bool kCacheSmallBuffers = !kAddressSanitizer;
 
 // Eight size classes per power of two (page multiples), so that a tensor that grows a
 // little from run to run reuses the buffer of the run before. Below a page, every

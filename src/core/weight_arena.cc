@@ -7,14 +7,11 @@
 
 #include "core/error.h"
 #include "core/memory_limit.h"
+#include "core/sanitizers.h"
 
 // Heap blocks, one per Allocate: under AddressSanitizer, and where there is no mmap.
-#if !defined(__linux__) || defined(__SANITIZE_ADDRESS__)
+#if !defined(__linux__) || OCTET_ADDRESS_SANITIZER
 #define OCTET_ARENA_HEAP_BLOCKS 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define OCTET_ARENA_HEAP_BLOCKS 1
-#endif
 #endif
 
 #if !defined(OCTET_ARENA_HEAP_BLOCKS)

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "core/sanitizers.h"
 #include "core/tensor.h"
 #include "core/thread_pool.h"
 #include "graph/graph.h"
@@ -73,9 +74,8 @@ TEST(Tensor, LargeBuffersServeTheNextTensorOfTheirSizeClass) {
 // A small buffer goes to its size class's free list and serves the next tensor of that
 // class, which is still all zeros when it asks for zeros (the list's link lived in it).
 TEST(Tensor, SmallBuffersServeTheNextTensorOfTheirSizeClass) {
-#if defined(__SANITIZE_ADDRESS__)
-  GTEST_SKIP() << "under AddressSanitizer small buffers go back to the allocator";
-#endif
+  if (kAddressSanitizer)
+    GTEST_SKIP() << "under AddressSanitizer small buffers go back to the allocator";
   ReleaseCachedTensorMemory();
   const void* first;
   {
