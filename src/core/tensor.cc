@@ -34,14 +34,14 @@ namespace {
 // Small ones: glibc's aligned_alloc (before 2.38) takes its slow path for every size
 // (no per-thread cache for aligned blocks), and a model of small tensors (a decoding
 // step, a short sequence) makes hundreds per run. A free list per size class, linked
-// through the buffers themselves, serves them, up to kSmallCacheBytes in all. Under
-// AddressSanitizer small buffers go back to the allocator, so that a use after free is
-// still caught.
+// through the buffers themselves, serves them, up to kSmallCacheBytes in all.
+//
+// Under AddressSanitizer every buffer goes back to the allocator, so that a use after
+// free is still caught.
 constexpr size_t kCachedMinBytes = size_t{256} << 10;
 constexpr size_t kCacheBytes = size_t{1} << 30;
 constexpr uint64_t kMaxIdleOps = 4096;
 constexpr size_t kSmallCacheBytes = size_t{32} << 20;
-constexpr bool kCacheSmallBuffers = !kAddressSanitizer;
 
 // Eight size classes per power of two (page multiples), so that a tensor that grows a
 // little from run to run reuses the buffer of the run before. Below a page, every
@@ -146,12 +146,12 @@ BufferCache& Cache() {
 
 std::shared_ptr<void> AllocateStorage(size_t alloc) {
   const size_t rounded = SizeClass(alloc);
-  const bool small = rounded < kCachedMinBytes;
-  if (small && !kCacheSmallBuffers) {
+  if (kAddressSanitizer) {
     void* p = std::aligned_alloc(64, rounded);
     OCTET_CHECK(p != nullptr, "out of memory allocating ", alloc, " bytes");
     return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
   }
+  const bool small = rounded < kCachedMinBytes;
   void* p = small ? Cache().TakeSmall(rounded) : Cache().Take(rounded);
   if (p == nullptr) p = std::aligned_alloc(64, rounded);
   OCTET_CHECK(p != nullptr, "out of memory allocating ", alloc, " bytes");
