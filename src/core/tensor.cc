@@ -33,15 +33,17 @@ namespace {
 //
 // Small ones: glibc's aligned_alloc (before 2.38) takes its slow path for every size
 // (no per-thread cache for aligned blocks), and a model of small tensors (a decoding
-// step, a short sequence) makes hundreds per run. A free list per size class, linked
-// through the buffers themselves, serves them, up to kSmallCacheBytes in all.
+// step, a short sequence) makes hundreds per run. Each thread keeps a free list per size
+// class, linked through the buffers themselves, up to kSmallCacheBytes: no lock, so that
+// sessions run from many threads at once do not queue on one. A buffer freed on another
+// thread than the one that took it joins the freeing thread's lists.
 //
 // Under AddressSanitizer every buffer goes back to the allocator, so that a use after
 // free is still caught.
 constexpr size_t kCachedMinBytes = size_t{256} << 10;
 constexpr size_t kCacheBytes = size_t{1} << 30;
 constexpr uint64_t kMaxIdleOps = 4096;
-constexpr size_t kSmallCacheBytes = size_t{32} << 20;
+constexpr size_t kSmallCacheBytes = size_t{16} << 20;  // per thread
 
 // Eight size classes per power of two (page multiples), so that a tensor that grows a
 // little from run to run reuses the buffer of the run before. Below a page, every
@@ -54,26 +56,6 @@ size_t SizeClass(size_t bytes) {
 
 class BufferCache {
  public:
-  void* TakeSmall(size_t bytes) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = small_.find(bytes);
-    if (it == small_.end() || it->second == nullptr) return nullptr;
-    void* p = it->second;
-    std::memcpy(&it->second, p, sizeof(void*));
-    small_cached_ -= bytes;
-    return p;
-  }
-  void GiveSmall(void* p, size_t bytes) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (small_cached_ + bytes > kSmallCacheBytes) {
-      std::free(p);
-      return;
-    }
-    void*& head = small_[bytes];
-    std::memcpy(p, &head, sizeof(void*));
-    head = p;
-    small_cached_ += bytes;
-  }
   void* Take(size_t bytes) {
     std::lock_guard<std::mutex> lock(mu_);
     ++ops_;
@@ -102,13 +84,6 @@ class BufferCache {
   void Clear() {
     std::lock_guard<std::mutex> lock(mu_);
     while (!by_age_.empty()) FreeOldest();
-    for (auto& [bytes, head] : small_)
-      while (head != nullptr) {
-        void* p = head;
-        std::memcpy(&head, p, sizeof(void*));
-        std::free(p);
-      }
-    small_cached_ = 0;
   }
 
  private:
@@ -133,15 +108,68 @@ class BufferCache {
   std::multimap<size_t, Entries::iterator> by_size_;
   size_t cached_ = 0;
   uint64_t ops_ = 0;
-  // Small buffers: per size class the first free one, each holding the next's address.
-  std::map<size_t, void*> small_;
-  size_t small_cached_ = 0;
 };
 
 // Never destroyed: tensors with static storage may outlive any static cache object.
 BufferCache& Cache() {
   static BufferCache* cache = new BufferCache;
   return *cache;
+}
+
+// One thread's small buffers: per size class the first free one, each holding the
+// next's address.
+class SmallBuffers {
+ public:
+  ~SmallBuffers() { Clear(); }
+  void* Take(size_t bytes) {
+    auto it = heads_.find(bytes);
+    if (it == heads_.end() || it->second == nullptr) return nullptr;
+    void* p = it->second;
+    std::memcpy(&it->second, p, sizeof(void*));
+    cached_ -= bytes;
+    return p;
+  }
+  // False when keeping p would pass kSmallCacheBytes: the caller frees it.
+  bool Give(void* p, size_t bytes) {
+    if (cached_ + bytes > kSmallCacheBytes) return false;
+    void*& head = heads_[bytes];
+    std::memcpy(p, &head, sizeof(void*));
+    head = p;
+    cached_ += bytes;
+    return true;
+  }
+  void Clear() {
+    for (auto& [bytes, head] : heads_)
+      while (head != nullptr) {
+        void* p = head;
+        std::memcpy(&head, p, sizeof(void*));
+        std::free(p);
+      }
+    cached_ = 0;
+  }
+
+ private:
+  std::map<size_t, void*> heads_;
+  size_t cached_ = 0;
+};
+
+// Set when this thread's lists are destroyed (thread exit): a tensor freed after that,
+// by a later thread-local or static destructor, goes straight back to the allocator.
+thread_local bool small_buffers_gone = false;
+struct SmallBuffersOfThread {
+  SmallBuffers lists;
+  ~SmallBuffersOfThread() { small_buffers_gone = true; }
+};
+
+SmallBuffers* ThreadSmallBuffers() {
+  if (small_buffers_gone) return nullptr;
+  thread_local SmallBuffersOfThread buffers;
+  return &buffers.lists;
+}
+
+void FreeSmall(void* p, size_t bytes) {
+  SmallBuffers* lists = ThreadSmallBuffers();
+  if (lists == nullptr || !lists->Give(p, bytes)) std::free(p);
 }
 
 std::shared_ptr<void> AllocateStorage(size_t alloc) {
@@ -152,10 +180,11 @@ std::shared_ptr<void> AllocateStorage(size_t alloc) {
     return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
   }
   const bool small = rounded < kCachedMinBytes;
-  void* p = small ? Cache().TakeSmall(rounded) : Cache().Take(rounded);
+  SmallBuffers* lists = small ? ThreadSmallBuffers() : nullptr;
+  void* p = small ? (lists ? lists->Take(rounded) : nullptr) : Cache().Take(rounded);
   if (p == nullptr) p = std::aligned_alloc(64, rounded);
   OCTET_CHECK(p != nullptr, "out of memory allocating ", alloc, " bytes");
-  if (small) return std::shared_ptr<void>(p, [rounded](void* q) { Cache().GiveSmall(q, rounded); });
+  if (small) return std::shared_ptr<void>(p, [rounded](void* q) { FreeSmall(q, rounded); });
   return std::shared_ptr<void>(p, [rounded](void* q) { Cache().Give(q, rounded); });
 }
 
@@ -163,6 +192,7 @@ std::shared_ptr<void> AllocateStorage(size_t alloc) {
 
 void ReleaseCachedTensorMemory() {
   Cache().Clear();
+  if (SmallBuffers* lists = ThreadSmallBuffers()) lists->Clear();
 #if defined(__GLIBC__)
   // glibc keeps freed heap pages; what replaces them (core/weight_arena.h) is elsewhere.
   malloc_trim(0);

@@ -18,9 +18,9 @@ using Shape = std::vector<int64_t>;
 // Product of dims; throws on a negative dim or when the product of the non-zero dims
 // overflows int64 (so every partial product of a valid shape's dims fits).
 int64_t NumElements(const Shape &shape);
-// Frees the buffers freed tensors left for reuse (core/tensor.cc), and hands the
-// allocator's free pages back to the system: the weights a session's creation
-// packs and frees would not be reused.
+// Frees the buffers freed tensors left for reuse (core/tensor.cc: every large one,
+// and the calling thread's small ones), and hands the allocator's free pages back to
+// the system: the weights a session's creation packs and frees would not be reused.
 void ReleaseCachedTensorMemory();
 // Bytes of the elements of a dtype/shape tensor; throws octet::Error, before anything is
 // allocated, on a negative dim, an overflow or more bytes than MaxTensorBytes()

@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <thread>
 
 #include "core/sanitizers.h"
 #include "core/tensor.h"
@@ -88,6 +89,23 @@ TEST(Tensor, SmallBuffersServeTheNextTensorOfTheirSizeClass) {
   EXPECT_EQ(again.raw(), first);
   for (int64_t i = 0; i < again.numel() + 16; ++i) EXPECT_EQ(again.data<int32_t>()[i], 0) << i;
   ReleaseCachedTensorMemory();
+}
+
+// A thread's small buffers go when it exits, those it freed of another thread's
+// tensors included, and a tensor it made is freed safely after it is gone.
+TEST(Tensor, SmallBuffersOfAThreadGoWithIt) {
+  Tensor made_here(DType::kFloat32, {4, 4});
+  Tensor made_there;
+  std::thread worker([&] {
+    { Tensor scratch(DType::kInt8, {100}); }
+    made_there = Tensor(DType::kInt32, {3});
+    made_here = Tensor();  // freed on the worker: joins its lists
+  });
+  worker.join();
+  EXPECT_EQ(made_there.data<int32_t>()[2], 0);
+  made_there = Tensor();  // freed here, after its thread's lists are gone
+  Tensor again(DType::kFloat32, {4, 4});
+  EXPECT_EQ(again.data<float>()[15], 0.f);
 }
 
 Graph ChainGraph() {
