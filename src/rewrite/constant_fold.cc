@@ -29,15 +29,14 @@ void FoldConstantNodes(Graph& g, const NodeEvaluator& evaluate) {
     const Node& node = g.nodes[n];
     std::vector<const Tensor*> inputs;
     size_t input_bytes = 0;
-    bool constant = !HoldsSubgraph(node);
+    bool constant = !HoldsSubgraph(node), any_input = false;
     for (int in : node.inputs) {
       const Tensor* t = in >= 0 ? g.values[in].initializer : nullptr;
       constant = constant && (in < 0 || t != nullptr);
+      any_input = any_input || t != nullptr;
       if (t != nullptr) input_bytes += t->nbytes();
       inputs.push_back(t);
     }
-    bool any_input = false;
-    for (const Tensor* t : inputs) any_input = any_input || t != nullptr;
     for (int out : node.outputs) constant = constant && !graph_outputs.count(out);
     if (!constant || !any_input || input_bytes > kFoldedBytes) continue;
     std::vector<Tensor> results;
