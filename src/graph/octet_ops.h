@@ -132,6 +132,16 @@ inline constexpr const char* kInt8DynamicMatMulOp = "Int8DynamicMatMul";
 inline constexpr const char* kBlockedDqMatMulOp = "BlockedDqMatMul";
 enum BlockedDqMatMulInput { kBlockedDqX = 0, kBlockedDqW, kBlockedDqScale, kBlockedDqZero };
 
+// octet.NBitsSiblings(x, w_1, scale_1, zero_1, ..., w_n, scale_n, zero_n) -> (y_1, ..., y_n)
+// (rewrite/nbits_siblings.h, ops/matmul_nbits.cc): n >= 2 4-bit products of one x, each
+// with the bits it has alone (y_i = the node it replaced), their weights packed side by
+// side so that one pass over the packed columns computes them all. Attribute `of` names
+// the products: "com.microsoft.MatMulNBits" (w_i, scale_i, zero_i its B, scales and
+// zero_points; attributes K, bits, block_size and accuracy_level shared, N per product
+// in the ints `n`) or "octet.BlockedDqMatMul" (its w, scale and zero_point; attributes
+// block_size and accuracy_level shared). An omitted zero_i is -1, as in the product.
+inline constexpr const char* kNBitsSiblingsOp = "NBitsSiblings";
+
 // Attributes of ai.onnx QLinearMatMul set by rewrite/int8_attention.h: a head
 // Transpose folded into the product, read or written through strides
 // (ops/int_matmul_shape.h MatMulHeadLayout): perm [0, 2, 1, 3] on A, B or Y, or

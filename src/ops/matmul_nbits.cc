@@ -1,7 +1,8 @@
 // The 4-bit weight operators: com.microsoft MatMulNBits and GatherBlockQuantized
-// (opset 1), and octet.BlockedDqMatMul, the folded DequantizeLinear(int4 /
-// uint4) -> MatMul (graph/octet_ops.h). The products run on
-// kernels/nbits/nbits.h, with the weights packed once, here, at kernel creation.
+// (opset 1), octet.BlockedDqMatMul, the folded DequantizeLinear(int4 / uint4) ->
+// MatMul, and octet.NBitsSiblings, products of one input run as one (graph/octet_ops.h).
+// The products run on kernels/nbits/nbits.h, with the weights packed once, here, at
+// kernel creation.
 // ONNX Runtime 1.31.1's behaviour, as tests/python/test_matmul_nbits.py checks it:
 // zero points absent mean 8 (4-bit codes) for MatMulNBits and packed uint8
 // GatherBlockQuantized data, 0 for int4 / uint4 tensors; accuracy_level 4 with
@@ -60,56 +61,112 @@ void RunProduct(KernelContext& ctx, const PackedNBits& w, const Tensor& a, const
   NBitsMatMul(w, M, a.data<float>(), w.K, bias, y.data<float>(), w.N, ctx.pool());
 }
 
+// One 4-bit product's weights as PackNBits takes them.
+struct NBitsOperands {
+  int64_t K = 0, N = 0, block_size = 0;
+  std::vector<uint8_t> q;           // N rows of K codes
+  std::vector<float> scales, zero;  // N rows of k_blocks; zero empty: 8
+  bool int8 = false;                // the arithmetic the product asks for
+};
+
+PackedNBits Pack(const NBitsOperands& w, WeightArena* arena) {
+  return PackNBits(w.q.data(), w.scales.data(), w.zero.empty() ? nullptr : w.zero.data(), w.K, w.N,
+                   w.block_size, w.int8 ? NBitsArithmetic::kInt8 : NBitsArithmetic::kFloat, arena);
+}
+
+// MatMulNBits' B, scales and zero_points at inputs first .. first + 2, with N columns and
+// the node's attributes K, bits, block_size and accuracy_level; `what` names the product.
+NBitsOperands MatMulNBitsOperands(const KernelInit& init, size_t first, int64_t N,
+                                  const std::string& what) {
+  const Node& node = init.node;
+  const int64_t K = node.GetInt("K", -1);
+  const int64_t bits = node.GetInt("bits", 4), bs = node.GetInt("block_size", -1);
+  OCTET_CHECK(bits == 4, what, ": bits ", bits,
+              " is not supported (octet runs 4-bit MatMulNBits only)");
+  OCTET_CHECK(K >= 1 && N >= 0, what, ": attributes K ", K, " and N ", N, " must be set (K >= 1)");
+  OCTET_CHECK(bs >= 16 && (bs & (bs - 1)) == 0, what, ": block_size ", bs,
+              " must be a power of two >= 16");
+  const int64_t k_blocks = (K + bs - 1) / bs, blob = bs / 2;
+  const Tensor& b = ConstantInput(init, first, "B");
+  OCTET_CHECK(b.shape() == (Shape{N, k_blocks, blob}), what, ": B has shape ",
+              ShapeToString(b.shape()), "; expected [N, k_blocks, blob_size] = [", N, ", ",
+              k_blocks, ", ", blob, "]");
+  const Tensor& scales = ConstantInput(init, first + 1, "scales");
+  OCTET_CHECK(scales.dtype() == DType::kFloat32 && scales.numel() == N * k_blocks, what,
+              ": scales has ", scales.numel(), " values; expected N * k_blocks = ", N * k_blocks);
+  NBitsOperands w;
+  w.K = K, w.N = N, w.block_size = bs;
+  w.q.resize(N * K);
+  const uint8_t* packed = b.data<uint8_t>();
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t k = 0; k < K; ++k) w.q[n * K + k] = Nibble(packed + n * k_blocks * blob, k);
+  w.scales.assign(scales.data<float>(), scales.data<float>() + N * k_blocks);
+  bool float_zero = false;
+  if (!Omitted(InputOr(init.input_types, first + 2))) {
+    const Tensor& z = ConstantInput(init, first + 2, "zero_points");
+    w.zero.resize(N * k_blocks);
+    float_zero = z.dtype() == DType::kFloat32;
+    if (float_zero) {
+      OCTET_CHECK(z.numel() == N * k_blocks, what, ": float zero_points has ", z.numel(),
+                  " values; expected N * k_blocks = ", N * k_blocks);
+      std::memcpy(w.zero.data(), z.data<float>(), w.zero.size() * sizeof(float));
+    } else {
+      const int64_t row = (k_blocks + 1) / 2;
+      OCTET_CHECK(z.numel() == N * row, what, ": uint8 zero_points has ", z.numel(),
+                  " bytes; expected N * ceil(k_blocks / 2) = ", N * row);
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t blk = 0; blk < k_blocks; ++blk)
+          w.zero[n * k_blocks + blk] = Nibble(z.data<uint8_t>() + n * row, blk);
+    }
+  }
+  w.int8 = node.GetInt("accuracy_level", 0) == 4 && !float_zero;
+  return w;
+}
+
+// octet.BlockedDqMatMul's w, scale and zero_point at inputs first .. first + 2, with the
+// node's attributes block_size and accuracy_level; `what` names the product.
+NBitsOperands BlockedDqOperands(const KernelInit& init, size_t first, const std::string& what) {
+  const Node& node = init.node;
+  const Tensor& w = ConstantInput(init, first, "w");
+  const Tensor& scale = ConstantInput(init, first + 1, "scale");
+  const int64_t bs = node.GetInt("block_size", 0);
+  OCTET_CHECK(w.rank() == 2, what, ": w must be 2-D");
+  const int64_t K = w.dim(0), N = w.dim(1), k_blocks = bs > 0 ? (K + bs - 1) / bs : 0;
+  OCTET_CHECK(scale.dtype() == DType::kFloat32 && scale.shape() == (Shape{k_blocks, N}), what,
+              ": scale has shape ", ShapeToString(scale.shape()), "; expected [", k_blocks, ", ", N,
+              "]");
+  const Tensor* zero = nullptr;
+  if (InputOr(init.input_types, first + 2) != DType::kUndefined)
+    zero = &ConstantInput(init, first + 2, "zero_point");
+  // The kernel's operands are column-major (N rows of K).
+  NBitsOperands out;
+  out.K = K, out.N = N, out.block_size = bs;
+  out.q.resize(N * K);
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t n = 0; n < N; ++n) out.q[n * K + k] = Code(w, k * N + n);
+  out.scales.resize(N * k_blocks);
+  out.zero.resize(N * k_blocks);
+  const float absent = w.dtype() == DType::kInt4 ? 8.f : 0.f;  // DequantizeLinear's 0
+  for (int64_t b = 0; b < k_blocks; ++b) {
+    for (int64_t n = 0; n < N; ++n) {
+      out.scales[n * k_blocks + b] = scale.data<float>()[b * N + n];
+      out.zero[n * k_blocks + b] = zero ? static_cast<float>(Code(*zero, b * N + n)) : absent;
+    }
+  }
+  // accuracy_level 4 (the forward route, rewrite/float_matmul_int8.h): the integer
+  // zero points allow MatMulNBits' int8 arithmetic.
+  out.int8 = node.GetInt("accuracy_level", 0) == 4;
+  return out;
+}
+
 // Inputs: A, B, scales, zero_points?, g_idx?, bias?
 class MatMulNBitsKernel : public OpKernel {
  public:
   explicit MatMulNBitsKernel(const KernelInit& init) {
     const Node& node = init.node;
-    const int64_t K = node.GetInt("K", -1), N = node.GetInt("N", -1);
-    const int64_t bits = node.GetInt("bits", 4), bs = node.GetInt("block_size", -1);
-    OCTET_CHECK(bits == 4, node.Describe(), ": bits ", bits,
-                " is not supported (octet runs 4-bit MatMulNBits only)");
-    OCTET_CHECK(K >= 1 && N >= 0, node.Describe(), ": attributes K ", K, " and N ", N,
-                " must be set (K >= 1)");
-    OCTET_CHECK(bs >= 16 && (bs & (bs - 1)) == 0, node.Describe(), ": block_size ", bs,
-                " must be a power of two >= 16");
     OCTET_CHECK(Omitted(InputOr(init.input_types, 4)), node.Describe(),
                 ": g_idx (act-order) is not supported");
-    const int64_t k_blocks = (K + bs - 1) / bs, blob = bs / 2;
-    const Tensor& b = ConstantInput(init, 1, "B");
-    OCTET_CHECK(b.shape() == (Shape{N, k_blocks, blob}), node.Describe(), ": B has shape ",
-                ShapeToString(b.shape()), "; expected [N, k_blocks, blob_size] = [", N, ", ",
-                k_blocks, ", ", blob, "]");
-    const Tensor& scales = ConstantInput(init, 2, "scales");
-    OCTET_CHECK(scales.dtype() == DType::kFloat32 && scales.numel() == N * k_blocks,
-                node.Describe(), ": scales has ", scales.numel(),
-                " values; expected N * k_blocks = ", N * k_blocks);
-    std::vector<uint8_t> q(N * K);
-    const uint8_t* packed = b.data<uint8_t>();
-    for (int64_t n = 0; n < N; ++n)
-      for (int64_t k = 0; k < K; ++k) q[n * K + k] = Nibble(packed + n * k_blocks * blob, k);
-    std::vector<float> zero;
-    bool float_zero = false;
-    if (!Omitted(InputOr(init.input_types, 3))) {
-      const Tensor& z = ConstantInput(init, 3, "zero_points");
-      zero.resize(N * k_blocks);
-      float_zero = z.dtype() == DType::kFloat32;
-      if (float_zero) {
-        OCTET_CHECK(z.numel() == N * k_blocks, node.Describe(), ": float zero_points has ",
-                    z.numel(), " values; expected N * k_blocks = ", N * k_blocks);
-        std::memcpy(zero.data(), z.data<float>(), zero.size() * sizeof(float));
-      } else {
-        const int64_t row = (k_blocks + 1) / 2;
-        OCTET_CHECK(z.numel() == N * row, node.Describe(), ": uint8 zero_points has ", z.numel(),
-                    " bytes; expected N * ceil(k_blocks / 2) = ", N * row);
-        for (int64_t n = 0; n < N; ++n)
-          for (int64_t blk = 0; blk < k_blocks; ++blk)
-            zero[n * k_blocks + blk] = Nibble(z.data<uint8_t>() + n * row, blk);
-      }
-    }
-    const bool int8 = node.GetInt("accuracy_level", 0) == 4 && !float_zero;
-    w_ = PackNBits(q.data(), scales.data<float>(), zero.empty() ? nullptr : zero.data(), K, N, bs,
-                   int8 ? NBitsArithmetic::kInt8 : NBitsArithmetic::kFloat, init.weights);
+    w_ = Pack(MatMulNBitsOperands(init, 1, node.GetInt("N", -1), node.Describe()), init.weights);
   }
 
   // B, scales and zero points live on packed in w_.
@@ -133,37 +190,8 @@ class MatMulNBitsKernel : public OpKernel {
 // octet.BlockedDqMatMul(x, w, scale, zero_point?) (graph/octet_ops.h).
 class BlockedDqMatMulKernel : public OpKernel {
  public:
-  explicit BlockedDqMatMulKernel(const KernelInit& init) {
-    const Node& node = init.node;
-    const Tensor& w = ConstantInput(init, kBlockedDqW, "w");
-    const Tensor& scale = ConstantInput(init, kBlockedDqScale, "scale");
-    const int64_t bs = node.GetInt("block_size", 0);
-    OCTET_CHECK(w.rank() == 2, node.Describe(), ": w must be 2-D");
-    const int64_t K = w.dim(0), N = w.dim(1), k_blocks = bs > 0 ? (K + bs - 1) / bs : 0;
-    OCTET_CHECK(scale.dtype() == DType::kFloat32 && scale.shape() == (Shape{k_blocks, N}),
-                node.Describe(), ": scale has shape ", ShapeToString(scale.shape()),
-                "; expected [", k_blocks, ", ", N, "]");
-    const Tensor* zero = nullptr;
-    if (InputOr(init.input_types, kBlockedDqZero) != DType::kUndefined)
-      zero = &ConstantInput(init, kBlockedDqZero, "zero_point");
-    // The kernel's operands are column-major (N rows of K).
-    std::vector<uint8_t> q(N * K);
-    for (int64_t k = 0; k < K; ++k)
-      for (int64_t n = 0; n < N; ++n) q[n * K + k] = Code(w, k * N + n);
-    std::vector<float> s(N * k_blocks), z(N * k_blocks);
-    const float absent = w.dtype() == DType::kInt4 ? 8.f : 0.f;  // DequantizeLinear's 0
-    for (int64_t b = 0; b < k_blocks; ++b) {
-      for (int64_t n = 0; n < N; ++n) {
-        s[n * k_blocks + b] = scale.data<float>()[b * N + n];
-        z[n * k_blocks + b] = zero ? static_cast<float>(Code(*zero, b * N + n)) : absent;
-      }
-    }
-    // accuracy_level 4 (the forward route, rewrite/float_matmul_int8.h): the integer
-    // zero points allow MatMulNBits' int8 arithmetic.
-    const bool int8 = node.GetInt("accuracy_level", 0) == 4;
-    w_ = PackNBits(q.data(), s.data(), z.data(), K, N, bs,
-                   int8 ? NBitsArithmetic::kInt8 : NBitsArithmetic::kFloat, init.weights);
-  }
+  explicit BlockedDqMatMulKernel(const KernelInit& init)
+      : w_(Pack(BlockedDqOperands(init, kBlockedDqW, init.node.Describe()), init.weights)) {}
 
   bool ReadsConstantInRun(size_t input) const override { return input == kBlockedDqX; }
 
@@ -171,6 +199,68 @@ class BlockedDqMatMulKernel : public OpKernel {
 
  private:
   PackedNBits w_;
+};
+
+constexpr const char* kSiblingsOfMatMulNBits = "com.microsoft.MatMulNBits";
+
+// octet.NBitsSiblings(x, w_1, scale_1, zero_1, ...) (graph/octet_ops.h): the products'
+// columns packed side by side, so one NBitsMatMul computes them all (each column's bits
+// are its own); the outputs are copied out of its rows.
+class NBitsSiblingsKernel : public OpKernel {
+ public:
+  explicit NBitsSiblingsKernel(const KernelInit& init) {
+    const Node& node = init.node;
+    const bool nbits = node.GetString("of", "") == kSiblingsOfMatMulNBits;
+    const size_t count = node.outputs.size();
+    const std::vector<int64_t> n = node.GetInts("n");
+    OCTET_CHECK(count >= 1 && node.inputs.size() == 1 + 3 * count && (!nbits || n.size() == count),
+                node.Describe(), ": expects x, then w, scale and zero point per output");
+    NBitsOperands all;
+    for (size_t i = 0; i < count; ++i) {
+      const std::string what = node.Describe() + ", product " + std::to_string(i + 1);
+      NBitsOperands w = nbits ? MatMulNBitsOperands(init, 1 + 3 * i, n[i], what)
+                              : BlockedDqOperands(init, 1 + 3 * i, what);
+      if (w.zero.empty()) w.zero.assign(w.N * ((w.K + w.block_size - 1) / w.block_size), 8.f);
+      if (i == 0) {
+        all.K = w.K, all.block_size = w.block_size, all.int8 = w.int8;
+      } else {
+        OCTET_CHECK(w.K == all.K && w.block_size == all.block_size && w.int8 == all.int8, what,
+                    ": K, block size and arithmetic must be those of product 1");
+      }
+      widths_.push_back(w.N);
+      all.N += w.N;
+      all.q.insert(all.q.end(), w.q.begin(), w.q.end());
+      all.scales.insert(all.scales.end(), w.scales.begin(), w.scales.end());
+      all.zero.insert(all.zero.end(), w.zero.begin(), w.zero.end());
+    }
+    w_ = Pack(all, init.weights);
+  }
+
+  bool ReadsConstantInRun(size_t input) const override { return input == 0; }
+
+  void Run(KernelContext& ctx) override {
+    const Tensor& a = ctx.input(0);
+    OCTET_CHECK(a.dtype() == DType::kFloat32 && a.rank() >= 1 && a.shape().back() == w_.K,
+                ctx.node().Describe(), ": x has shape ", ShapeToString(a.shape()),
+                "; its last dimension must be K = ", w_.K);
+    const int64_t M = a.numel() / w_.K;
+    Tensor rows = Tensor::Uninitialized(DType::kFloat32, {M, w_.N});
+    NBitsMatMul(w_, M, a.data<float>(), w_.K, nullptr, rows.data<float>(), w_.N, ctx.pool());
+    int64_t col = 0;
+    for (size_t i = 0; i < widths_.size(); ++i) {
+      Shape out = a.shape();
+      out.back() = widths_[i];
+      float* y = ctx.AllocateUninitializedOutput(i, DType::kFloat32, out).data<float>();
+      for (int64_t m = 0; m < M; ++m)
+        std::memcpy(y + m * widths_[i], rows.data<float>() + m * w_.N + col,
+                    widths_[i] * sizeof(float));
+      col += widths_[i];
+    }
+  }
+
+ private:
+  PackedNBits w_;
+  std::vector<int64_t> widths_;
 };
 
 // Inputs: data, indices, scales, zero_points?; gather_axis 0, quantize_axis the last.
@@ -262,21 +352,33 @@ bool AcceptsGatherBlockQuantized(const Node&, const std::vector<DType>& t) {
          (Omitted(InputOr(t, 3)) || InputOr(t, 3) == t[0]);
 }
 
-std::vector<DType> FloatOutput(const Node&, const std::vector<DType>&) { return {DType::kFloat32}; }
+bool AcceptsNBitsSiblings(const Node& node, const std::vector<DType>& t) {
+  if (t.empty() || t[0] != DType::kFloat32 || t.size() % 3 != 1) return false;
+  const bool nbits = node.GetString("of", "") == kSiblingsOfMatMulNBits;
+  for (size_t i = 1; i < t.size(); i += 3) {
+    const std::vector<DType> one = {t[0], t[i], t[i + 1], t[i + 2]};
+    if (nbits ? !AcceptsMatMulNBits(node, one) : !AcceptsBlockedDqMatMul(node, one)) return false;
+  }
+  return true;
+}
+
+std::vector<DType> FloatOutputs(const Node& node, const std::vector<DType>&) {
+  return std::vector<DType>(node.outputs.size(), DType::kFloat32);
+}
 
 }  // namespace
 
 void RegisterNBitsOps(KernelRegistry& r) {
-  r.Register({kMsDomain, "MatMulNBits", 1, 1 << 30, AcceptsMatMulNBits, FloatOutput,
+  r.Register({kMsDomain, "MatMulNBits", 1, 1 << 30, AcceptsMatMulNBits, FloatOutputs,
               [](const KernelInit& init) { return std::make_unique<MatMulNBitsKernel>(init); }});
-  r.Register({kMsDomain, "GatherBlockQuantized", 1, 1 << 30, AcceptsGatherBlockQuantized,
-              FloatOutput, [](const KernelInit& init) {
-                return std::make_unique<GatherBlockQuantizedKernel>(init);
-              }});
-  r.Register({kOctetDomain, kBlockedDqMatMulOp, 1, 1 << 30, AcceptsBlockedDqMatMul, FloatOutput,
-              [](const KernelInit& init) {
-                return std::make_unique<BlockedDqMatMulKernel>(init);
-              }});
+  r.Register(
+      {kMsDomain, "GatherBlockQuantized", 1, 1 << 30, AcceptsGatherBlockQuantized, FloatOutputs,
+       [](const KernelInit& init) { return std::make_unique<GatherBlockQuantizedKernel>(init); }});
+  r.Register(
+      {kOctetDomain, kBlockedDqMatMulOp, 1, 1 << 30, AcceptsBlockedDqMatMul, FloatOutputs,
+       [](const KernelInit& init) { return std::make_unique<BlockedDqMatMulKernel>(init); }});
+  r.Register({kOctetDomain, kNBitsSiblingsOp, 1, 1 << 30, AcceptsNBitsSiblings, FloatOutputs,
+              [](const KernelInit& init) { return std::make_unique<NBitsSiblingsKernel>(init); }});
 }
 
 }  // namespace octet

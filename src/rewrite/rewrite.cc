@@ -15,6 +15,7 @@
 #include "rewrite/float_silu.h"
 #include "rewrite/int8_attention.h"
 #include "rewrite/integer_matmul_float.h"
+#include "rewrite/nbits_siblings.h"
 #include "rewrite/qdq_activation.h"
 #include "rewrite/qdq_binary.h"
 #include "rewrite/qdq_conv.h"
@@ -82,15 +83,17 @@ QdqReport ApplyRewrites(Graph& graph, const NodeEvaluator& evaluate,
                         const RewriteOptions& options) {
   // OCTET_QDQ=0 is the control: the graph runs node by node, as written.
   QdqReport report;
-  if (options.enabled && !EnvIs("OCTET_QDQ", "0")) report = RunQdqPasses(graph, evaluate);
+  const bool passes = options.enabled && !EnvIs("OCTET_QDQ", "0");
+  if (passes) report = RunQdqPasses(graph, evaluate);
   // After the QDQ passes: a MatMul they folded is no longer a float MatMul.
   if (options.float_matmul_int8) QuantizeFloatMatMuls(graph, report);
+  if (options.merge_siblings && passes && !EnvIs("OCTET_QDQ_SIBLINGS", "0"))
+    MergeNBitsSiblings(graph, report);
   // A pass puts its node where the group's first node was; an input of the group that
   // the graph computes later (ORT orders a subgraph it hands over by its own rules) would
   // then come after it. Sessions run nodes in order: restore one that is valid.
   if (!IsSorted(graph)) graph.TopologicalSort();
-  if (options.fold_constants && options.enabled && !EnvIs("OCTET_QDQ", "0"))
-    FoldConstantNodes(graph, evaluate);
+  if (options.fold_constants && passes) FoldConstantNodes(graph, evaluate);
   return report;
 }
 

@@ -183,7 +183,7 @@ void InferenceSession::Impl::Prepare(const SessionOptions &options) {
 
   Graph &g = model.graph;
   const RewriteOptions rewrite_options{options.rewrites, options.float_matmul == FloatMatMul::kInt8,
-                                       !options.keep_intermediates};
+                                       !options.keep_intermediates, true};
   const QdqReport report = ApplyRewrites(g, EvaluateNode, rewrite_options);
   if (options.borrowed_initializers) KeepUsedInitializers(g);
   if (options.rewrite_report) {

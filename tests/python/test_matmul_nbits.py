@@ -231,6 +231,59 @@ def test_forward_route_gives_the_pair_level_4(signed, bs, zero):
         assert not np.array_equal(y, _octet(model, {"A": a}))  # not the float arithmetic
 
 
+def _side_by_side(models):
+    """Single-product models on one input A, as one graph: product i's names prefixed
+    p<i>/, its output p<i>/Y."""
+    nodes, inits, outputs = [], [], []
+    for i, model in enumerate(models):
+        g = onnx.load_from_string(model).graph
+        rename = lambda name: name if name in ("A", "") else "p%d/%s" % (i, name)
+        for node in g.node:
+            node.input[:] = [rename(n) for n in node.input]
+            node.output[:] = [rename(n) for n in node.output]
+            node.name = rename(node.name or node.op_type)
+            nodes.append(node)
+        for t in g.initializer:
+            t.name = rename(t.name)
+            inits.append(t)
+        outputs.append(helper.make_tensor_value_info(rename("Y"), TP.FLOAT, None))
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("A", TP.FLOAT, None)],
+                              outputs, inits)
+    return helper.make_model(graph, opset_imports=OPSETS, ir_version=10).SerializeToString()
+
+
+@pytest.mark.parametrize("form", ["level1", "level4", "dq_uint4", "dq_int4"])
+def test_products_of_one_input_run_as_one_with_their_bits(form, monkeypatch):
+    """A decoder layer's q, k and v projections: 4-bit products of one input run as one
+    octet.NBitsSiblings node, each output with the bits it has alone (OCTET_QDQ_SIBLINGS=0)
+    and node by node (OCTET_QDQ=0), at one row, a few, and the float GEMM's 9 and 33."""
+    rng = np.random.default_rng(len(form))
+    K, bs = 96, 32
+    parts = []
+    for N, zero in ((40, "random"), (24, "absent"), (5, 15)):
+        q, scales, z = _weights(rng, K, N, bs, zero)
+        if form.startswith("dq"):
+            parts.append(_dq_matmul_model(q, scales, z, K, N, bs, signed=form == "dq_int4"))
+        else:
+            parts.append(_nbits_model(q, scales, z, K, N, bs, 1 if form == "level1" else 4))
+    model = _side_by_side(parts)
+    feeds = [{"A": rng.standard_normal((M, K)).astype(np.float32)} for M in (1, 3, 9, 33)]
+    runs = {}
+    for control in ("", "OCTET_QDQ_SIBLINGS", "OCTET_QDQ"):
+        if control:
+            monkeypatch.setenv(control, "0")
+        for threads in (1, 2):
+            session = octet.InferenceSession(model, threads=threads)
+            session.set_profiling(True)
+            runs[control, threads] = [session.run(None, f) for f in feeds]
+            ops = {o["op"] for o in session.profile()["ops"]}
+            assert ("octet.NBitsSiblings" in ops) == (control == ""), (control, ops)
+    want = runs["OCTET_QDQ", 1]
+    for key, got in runs.items():
+        for outs, expected in zip(got, want):
+            assert [y.tobytes() for y in outs] == [y.tobytes() for y in expected], key
+
+
 def _gbq_model(data, scales, zero, **attrs):
     inits = [data, numpy_helper.from_array(scales, "S")]
     names = ["D", "I", "S"]

@@ -12,6 +12,7 @@ namespace octet {
 namespace {
 
 using test::GraphBuilder;
+using test::NodeNames;
 
 // x + (DequantizeLinear(gamma) * 2), a LayerNormalization's weight as a QDQ model
 // stores it, beside four constant nodes that must stay: one whose input is too large,
@@ -41,12 +42,6 @@ GraphBuilder ConstantsBesideInputs() {
   for (const char* out : {"y", "large_max", "gamma_out", "y2", "zeros_max"})
     b.g.outputs.push_back(b.V(out));
   return b;
-}
-
-std::vector<std::string> NodeNames(const Graph& g) {
-  std::vector<std::string> names;
-  for (const Node& n : g.nodes) names.push_back(n.name);
-  return names;
 }
 
 TEST(ConstantFold, SmallConstantChainsBecomeInitializers) {

@@ -1,6 +1,6 @@
 // A small graph builder for the rewrite-pass tests: values by name, constant
 // initializers with a simple fill, and ai.onnx nodes (opset 21) that record
-// themselves as their outputs' producers.
+// themselves as their outputs' producers; the names of a graph's nodes.
 #pragma once
 
 #include <string>
@@ -42,5 +42,12 @@ class GraphBuilder {
   }
   Graph g;
 };
+
+// The graph's node names in order.
+inline std::vector<std::string> NodeNames(const Graph& g) {
+  std::vector<std::string> names;
+  for (const Node& n : g.nodes) names.push_back(n.name);
+  return names;
+}
 
 }  // namespace octet::test
