@@ -3,7 +3,8 @@
 For each KV-cache model (tools/models/build_smollm2.py, build_qwen3.py --cached forms) and
 thread count: prefill ms/token for prompts of --prefill tokens (an empty cache), and decode
 ms/token at --context (a cache of context - 1 positions, one new token), each engine in
-alternating rounds on the same feeds, min and median over the rounds; decode's weight read
+alternating rounds on the same feeds (a decode round runs --steps steps of an engine back
+to back and counts their mean), min and median over the rounds; decode's weight read
 rate (the model's initializer bytes except the embedding table, which decode gathers one
 row of, per decode time) against this machine's measured memory read rate; with --rss the
 peak RSS of a fresh process per engine that runs one decode step. With --gguf FILE, the same
@@ -20,7 +21,7 @@ types that take the most, ms per run: OCTET_PROFILE's counters), and octet-kv's 
 
     .venv/bin/python tools/bench_llm.py build/models/smollm2-135m.cached.a8w8.onnx \\
         [MODEL...] [--threads 1,2] [--prefill 32,256] [--context 256] [--rounds 5] \\
-        [--forward] [--gguf FILE] [--rss] [--profile N] [--json OUT.json]
+        [--steps 1] [--forward] [--gguf FILE] [--rss] [--profile N] [--json OUT.json]
 
 docs/benchmarks.md keeps the results per CPU class."""
 
@@ -159,7 +160,8 @@ def bench_model(path, threads, args):
             if phase == "decode" else None
         if held:
             fns["octet-kv"] = held
-        samples = measure.alternate(fns, rounds=args.rounds, warmup=1)
+        samples = measure.alternate(fns, rounds=args.rounds, warmup=1,
+                                    calls=args.steps if phase == "decode" else 1)
         for engine in fns:
             walls = [1e3 * s.wall / tokens for s in samples[engine]]
             rows.append({"model": os.path.basename(path), "engine": engine, "threads": threads,
@@ -253,6 +255,10 @@ def main():
     parser.add_argument("--prefill", default="32,256")
     parser.add_argument("--context", type=int, default=256)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=1,
+                        help="decode steps per engine and round, back to back as a generation "
+                        "runs them (a round's time is their mean; 1: each engine's step comes "
+                        "after the others', with the caches they left)")
     parser.add_argument("--forward", action="store_true",
                         help='also octet with float_matmul="int8" (engine octet-int8)')
     parser.add_argument("--gguf", metavar="FILE")
