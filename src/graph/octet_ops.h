@@ -4,6 +4,8 @@
 // each other. Every op computes exactly the bits of the nodes it replaces.
 #pragma once
 
+#include <cstdint>
+
 namespace octet {
 
 inline constexpr const char* kOctetDomain = "octet";
@@ -31,6 +33,13 @@ enum FusedMatMulInput {
 // y_type (DType of the quantized output when y_zero_point is omitted),
 // y_min / y_max (optional: clamp of the quantized output, from an absorbed
 // Relu / Clip; rewrite/qdq_activation.h).
+
+// octet.QLinearMatMulSiblings(x, x_scale, x_zero_point?, w_1, w_scale_1, w_zero_point_1?,
+// bias_1?, ..., w_n, ...) -> (y_1, ..., y_n) (rewrite/sibling_products.h,
+// ops/fused_qdq_matmul.cc): n >= 2 QLinearMatMulFused products of one x with float
+// outputs (inputs as there; x's scale per tensor), each y_i with the bits it has alone,
+// their weights packed side by side for one GEMM. Attribute trans_b: one value per w.
+inline constexpr const char* kFusedMatMulSiblingsOp = "QLinearMatMulSiblings";
 
 // octet.QLinearConvFused (rewrite/qdq_conv.h, ops/fused_qdq_conv.cc):
 // DequantizeLinear(x), DequantizeLinear(W constant), [DequantizeLinear(int32
@@ -133,7 +142,7 @@ inline constexpr const char* kBlockedDqMatMulOp = "BlockedDqMatMul";
 enum BlockedDqMatMulInput { kBlockedDqX = 0, kBlockedDqW, kBlockedDqScale, kBlockedDqZero };
 
 // octet.NBitsSiblings(x, w_1, scale_1, zero_1, ..., w_n, scale_n, zero_n) -> (y_1, ..., y_n)
-// (rewrite/nbits_siblings.h, ops/matmul_nbits.cc): n >= 2 4-bit products of one x, each
+// (rewrite/sibling_products.h, ops/matmul_nbits.cc): n >= 2 4-bit products of one x, each
 // with the bits it has alone (y_i = the node it replaced), their weights packed side by
 // side so that one pass over the packed columns computes them all. Attribute `of` names
 // the products: "com.microsoft.MatMulNBits" (w_i, scale_i, zero_i its B, scales and
@@ -141,6 +150,11 @@ enum BlockedDqMatMulInput { kBlockedDqX = 0, kBlockedDqW, kBlockedDqScale, kBloc
 // in the ints `n`) or "octet.BlockedDqMatMul" (its w, scale and zero_point; attributes
 // block_size and accuracy_level shared). An omitted zero_i is -1, as in the product.
 inline constexpr const char* kNBitsSiblingsOp = "NBitsSiblings";
+
+// The products a sibling node merges have N a multiple of this, but the last: the kernels
+// write each product's columns straight to its output (kernels/output_columns.h's
+// kOutputColumnsAlign, which ops/registry.cc checks is the same).
+inline constexpr int64_t kSiblingColumnsAlign = 64;
 
 // Attributes of ai.onnx QLinearMatMul set by rewrite/int8_attention.h: a head
 // Transpose folded into the product, read or written through strides

@@ -30,41 +30,94 @@ const Tensor* ConstantInput(const KernelInit& init, size_t i, const char* name, 
   return t;
 }
 
+// Where one product's weight and its parameters are among a node's inputs.
+struct WeightPart {
+  size_t w, w_scale, w_zero, bias;
+  bool trans_b;
+};
+
+// octet.QLinearMatMulFused, and octet.QLinearMatMulSiblings: products of one x
+// (float output) whose weights are packed side by side, their columns computed by
+// one GEMM, each product's written to its output. Each column's int32 sum is exact and its
+// float step (float(s) * x_scale * w_scale[n]) its own, so every output has the
+// bits of its product alone; a part's per-tensor w_scale, w_zero_point or bias
+// becomes one value per column there, with the same values.
 class FusedQdqMatMulKernel : public OpKernel {
  public:
-  explicit FusedQdqMatMulKernel(const KernelInit& init) {
+  FusedQdqMatMulKernel(const KernelInit& init, const std::vector<WeightPart>& parts) {
     const Node& node = init.node;
     x_type_ = init.input_types[kFusedX];
     x_axis_ = node.GetInt("x_axis", -1);
     x_rank_ = node.GetInt("x_rank", 0);
 
-    // W as row-major [K, N].
-    const Tensor& w = *ConstantInput(init, kFusedW, "w", true);
-    OCTET_CHECK(w.rank() == 2, node.Describe(), ": w must be 2-D, got ", ShapeToString(w.shape()));
-    const bool trans_b = node.GetInt("trans_b", 0) != 0;
-    k_ = w.dim(trans_b ? 1 : 0);
-    n_ = w.dim(trans_b ? 0 : 1);
-    const bool w_signed = w.dtype() == DType::kInt8;
-    const auto* w_bytes = static_cast<const uint8_t*>(w.raw());
+    // W as row-major [K, N], the parts' columns side by side.
+    const bool several = parts.size() > 1;
+    std::vector<const Tensor*> weights;
+    bool w_signed = false;
+    for (size_t i = 0; i < parts.size(); ++i) {
+      const Tensor& w = *ConstantInput(init, parts[i].w, "w", true);
+      OCTET_CHECK(w.rank() == 2, node.Describe(), ": w must be 2-D, got ",
+                  ShapeToString(w.shape()));
+      const int64_t k = w.dim(parts[i].trans_b ? 1 : 0);
+      OCTET_CHECK(i == 0 || (k == k_ && (w.dtype() == DType::kInt8) == w_signed), node.Describe(),
+                  ": weight ", i + 1, " differs from the first in K or type");
+      k_ = k;
+      w_signed = w.dtype() == DType::kInt8;
+      widths_.push_back(w.dim(parts[i].trans_b ? 0 : 1));
+      n_ += widths_.back();
+      weights.push_back(&w);
+    }
+    const auto* w_bytes = static_cast<const uint8_t*>(weights[0]->raw());
     std::vector<uint8_t> w_kn;
-    if (trans_b) {
+    if (several || parts[0].trans_b) {
       w_kn.resize(static_cast<size_t>(k_ * n_));
-      for (int64_t n = 0; n < n_; ++n)
-        for (int64_t k = 0; k < k_; ++k) w_kn[k * n_ + n] = w_bytes[n * k_ + k];
+      for (size_t i = 0, col = 0; i < parts.size(); col += widths_[i], ++i) {
+        const auto* bytes = static_cast<const uint8_t*>(weights[i]->raw());
+        const int64_t n = widths_[i];
+        for (int64_t r = 0; r < k_; ++r)
+          for (int64_t c = 0; c < n; ++c)
+            w_kn[r * n_ + col + c] = parts[i].trans_b ? bytes[c * k_ + r] : bytes[r * n + c];
+      }
       w_bytes = w_kn.data();
     }
     plan_ = PlanGemm(ActiveIsa(), x_type_ == DType::kInt8);
     packed_ = PackB(plan_, w_bytes, w_signed, k_, n_, n_, init.weights);
 
-    const std::vector<float> w_scale =
-        ReadScales(node, *ConstantInput(init, kFusedWScale, "w_scale", true), "w_scale");
-    OCTET_CHECK(w_scale.size() == 1 || static_cast<int64_t>(w_scale.size()) == n_, node.Describe(),
-                ": w_scale has ", w_scale.size(), " values; expected 1 or N=", n_);
-    if (const Tensor* wz = ConstantInput(init, kFusedWZero, "w_zero_point", false)) {
-      w_zero_ = ReadZeroPoints(node, *wz, w.dtype(), "w_zero_point");
-      OCTET_CHECK(w_zero_.size() == w_scale.size(), node.Describe(),
-                  ": w_zero_point and w_scale differ in size");
+    // The parts' scales, zero points and biases; per column when the parts are several
+    // (a part's one value repeated).
+    std::vector<float> w_scale;
+    for (size_t i = 0; i < parts.size(); ++i) {
+      const int64_t n = widths_[i];
+      auto columns = [&](auto values, auto absent) {
+        OCTET_CHECK(values.size() <= 1 || static_cast<int64_t>(values.size()) == n, node.Describe(),
+                    ": a parameter of weight ", i + 1, " has ", values.size(),
+                    " values; expected 1 or N=", n);
+        if (!several) return values;
+        if (values.empty()) values.assign(1, absent);
+        if (values.size() == 1) values.assign(static_cast<size_t>(n), values[0]);
+        return values;
+      };
+      const std::vector<float> scale = columns(
+          ReadScales(node, *ConstantInput(init, parts[i].w_scale, "w_scale", true), "w_scale"),
+          0.f);
+      std::vector<int32_t> zero;
+      if (const Tensor* wz = ConstantInput(init, parts[i].w_zero, "w_zero_point", false)) {
+        zero = ReadZeroPoints(node, *wz, weights[i]->dtype(), "w_zero_point");
+        OCTET_CHECK(several || zero.size() == scale.size(), node.Describe(),
+                    ": w_zero_point and w_scale differ in size");
+      }
+      zero = columns(zero, 0);
+      std::vector<int32_t> bias;
+      if (const Tensor* b = ConstantInput(init, parts[i].bias, "bias", false)) {
+        OCTET_CHECK(b->dtype() == DType::kInt32, node.Describe(), ": bias must be int32");
+        bias.assign(b->data<int32_t>(), b->data<int32_t>() + b->numel());
+      }
+      bias = columns(bias, 0);
+      w_scale.insert(w_scale.end(), scale.begin(), scale.end());
+      w_zero_.insert(w_zero_.end(), zero.begin(), zero.end());
+      bias_.insert(bias_.end(), bias.begin(), bias.end());
     }
+    if (!several) widths_.clear();
 
     const std::vector<float> x_scale =
         ReadScales(node, *ConstantInput(init, kFusedXScale, "x_scale", true), "x_scale");
@@ -77,15 +130,9 @@ class FusedQdqMatMulKernel : public OpKernel {
                 ": x_scale has several values but no axis");
     x_scale_count_ = static_cast<int64_t>(x_scale.size());
 
-    if (const Tensor* bias = ConstantInput(init, kFusedBias, "bias", false)) {
-      OCTET_CHECK(bias->dtype() == DType::kInt32 && (bias->numel() == 1 || bias->numel() == n_),
-                  node.Describe(), ": bias must be int32 with 1 or N=", n_, " values");
-      bias_.assign(bias->data<int32_t>(), bias->data<int32_t>() + bias->numel());
-    }
-
     // One multiplier row per x scale: (x_scale * w_scale) / y_scale, or
     // x_scale * w_scale for float output, in ONNX Runtime's order.
-    const Tensor* y_scale = ConstantInput(init, kFusedYScale, "y_scale", false);
+    const Tensor* y_scale = several ? nullptr : ConstantInput(init, kFusedYScale, "y_scale", false);
     quantized_ = y_scale != nullptr;
     float y_scale_value = 1.f;
     if (quantized_) {
@@ -144,8 +191,14 @@ class FusedQdqMatMulKernel : public OpKernel {
     };
 
     const DType out_type = quantized_ ? y_type_ : DType::kFloat32;
-    Tensor& y = ctx.AllocateUninitializedOutput(0, out_type, out_shape);
-    if (M == 0 || n_ == 0) return;
+    // Several products: each one's columns to its own output.
+    std::vector<ColumnRange> y =
+        widths_.empty()
+            ? std::vector<ColumnRange>{{0,
+                                        ctx.AllocateUninitializedOutput(0, out_type, out_shape)
+                                            .raw(),
+                                        n_}}
+            : ctx.AllocateColumnOutputs(out_type, out_shape, widths_);
     const auto* x_bytes = static_cast<const uint8_t*>(x.raw());
     const size_t mult_row = mult_per_column_ ? static_cast<size_t>(n_) : 1;
     const int64_t block_rows = ProductBlockRows(M, k_);
@@ -164,8 +217,7 @@ class FusedQdqMatMulKernel : public OpKernel {
       e.y_min = static_cast<int32_t>(y_min_);  // an absorbed Relu / Clip
       e.y_max = static_cast<int32_t>(y_max_);
     }
-    uint8_t* const y_bytes = static_cast<uint8_t*>(y.raw());
-    for (int64_t b0 = 0; b0 < M; b0 += block_rows) {
+    for (int64_t b0 = 0; n_ > 0 && b0 < M; b0 += block_rows) {
       const int64_t rows = std::min(block_rows, M - b0);
       GemmZeroPoints zero;
       zero.a = x_zero_.empty() ? nullptr : x_zero_.data();
@@ -180,7 +232,10 @@ class FusedQdqMatMulKernel : public OpKernel {
         zero.a_per_row = true;
       }
       const Int8Operand a{x_bytes + b0 * k_, x_type_ == DType::kInt8, k_};
-      Gemm(plan_, rows, a, zero, packed_, e, y_bytes + b0 * n_ * e.element_size(), n_, ctx.pool());
+      Gemm(plan_, rows, a, zero, packed_, e,
+           OutputColumns{y.data(), static_cast<int64_t>(y.size())}, ctx.pool());
+      for (ColumnRange& r : y)  // the next block of rows
+        r.data = static_cast<uint8_t*>(r.data) + rows * r.ld * e.element_size();
     }
   }
 
@@ -197,6 +252,7 @@ class FusedQdqMatMulKernel : public OpKernel {
   int64_t y_min_ = 0, y_max_ = 0;
   bool mult_per_column_ = false;
   std::vector<float> multipliers_;  // x scales x (1 or N)
+  std::vector<int64_t> widths_;     // the products' columns when they are several
 };
 
 bool ZeroMatches(DType zero, DType data) { return zero == DType::kUndefined || zero == data; }
@@ -221,11 +277,44 @@ std::vector<DType> FusedOutputType(const Node& node, const std::vector<DType>& t
   return {static_cast<DType>(node.GetInt("y_type", static_cast<int64_t>(DType::kUInt8)))};
 }
 
+// octet.QLinearMatMulSiblings(x, x_scale, x_zero_point?, then per product w, w_scale,
+// w_zero_point?, bias?) (graph/octet_ops.h).
+bool AcceptsSiblings(const Node&, const std::vector<DType>& t) {
+  if (t.size() < 3 + 4 || (t.size() - 3) % 4 != 0 || !Is8Bit(t[kFusedX]) ||
+      t[kFusedXScale] != DType::kFloat32 || !ZeroMatches(t[kFusedXZero], t[kFusedX]))
+    return false;
+  for (size_t i = 3; i < t.size(); i += 4)
+    if (!Is8Bit(t[i]) || t[i + 1] != DType::kFloat32 || !ZeroMatches(t[i + 2], t[i]) ||
+        !ZeroMatches(t[i + 3], DType::kInt32))
+      return false;
+  return true;
+}
+
+std::vector<DType> FloatOutputs(const Node& node, const std::vector<DType>&) {
+  return std::vector<DType>(node.outputs.size(), DType::kFloat32);
+}
+
 }  // namespace
 
 void RegisterFusedOps(KernelRegistry& r) {
   r.Register({kOctetDomain, kFusedMatMulOp, 1, 1, AcceptsFused, FusedOutputType,
-              [](const KernelInit& init) { return std::make_unique<FusedQdqMatMulKernel>(init); }});
+              [](const KernelInit& init) {
+                const WeightPart part{kFusedW, kFusedWScale, kFusedWZero, kFusedBias,
+                                      init.node.GetInt("trans_b", 0) != 0};
+                return std::make_unique<FusedQdqMatMulKernel>(init, std::vector{part});
+              }});
+  r.Register({kOctetDomain, kFusedMatMulSiblingsOp, 1, 1, AcceptsSiblings, FloatOutputs,
+              [](const KernelInit& init) {
+                const std::vector<int64_t> trans_b = init.node.GetInts("trans_b");
+                const size_t count = (init.node.inputs.size() - 3) / 4;
+                OCTET_CHECK(trans_b.size() == count && init.node.outputs.size() == count,
+                            init.node.Describe(), ": expects ", count,
+                            " outputs and trans_b values, one per weight");
+                std::vector<WeightPart> parts;
+                for (size_t i = 0; i < count; ++i)
+                  parts.push_back({3 + 4 * i, 4 + 4 * i, 5 + 4 * i, 6 + 4 * i, trans_b[i] != 0});
+                return std::make_unique<FusedQdqMatMulKernel>(init, parts);
+              }});
 }
 
 }  // namespace octet

@@ -205,7 +205,7 @@ constexpr const char* kSiblingsOfMatMulNBits = "com.microsoft.MatMulNBits";
 
 // octet.NBitsSiblings(x, w_1, scale_1, zero_1, ...) (graph/octet_ops.h): the products'
 // columns packed side by side, so one NBitsMatMul computes them all (each column's bits
-// are its own); the outputs are copied out of its rows.
+// are its own), each product's columns written to its output.
 class NBitsSiblingsKernel : public OpKernel {
  public:
   explicit NBitsSiblingsKernel(const KernelInit& init) {
@@ -244,18 +244,10 @@ class NBitsSiblingsKernel : public OpKernel {
                 ctx.node().Describe(), ": x has shape ", ShapeToString(a.shape()),
                 "; its last dimension must be K = ", w_.K);
     const int64_t M = a.numel() / w_.K;
-    Tensor rows = Tensor::Uninitialized(DType::kFloat32, {M, w_.N});
-    NBitsMatMul(w_, M, a.data<float>(), w_.K, nullptr, rows.data<float>(), w_.N, ctx.pool());
-    int64_t col = 0;
-    for (size_t i = 0; i < widths_.size(); ++i) {
-      Shape out = a.shape();
-      out.back() = widths_[i];
-      float* y = ctx.AllocateUninitializedOutput(i, DType::kFloat32, out).data<float>();
-      for (int64_t m = 0; m < M; ++m)
-        std::memcpy(y + m * widths_[i], rows.data<float>() + m * w_.N + col,
-                    widths_[i] * sizeof(float));
-      col += widths_[i];
-    }
+    const std::vector<ColumnRange> y =
+        ctx.AllocateColumnOutputs(DType::kFloat32, a.shape(), widths_);
+    NBitsMatMul(w_, M, a.data<float>(), w_.K, nullptr,
+                OutputColumns{y.data(), static_cast<int64_t>(y.size())}, ctx.pool());
   }
 
  private:

@@ -1,5 +1,7 @@
 #include "ops/registry.h"
 
+#include "graph/octet_ops.h"
+
 namespace octet {
 
 const Tensor& KernelContext::input(size_t i) const {
@@ -27,6 +29,21 @@ Tensor& KernelContext::AllocateUninitializedOutput(size_t i, DType dtype, Shape 
 }
 
 void KernelContext::SetOutput(size_t i, Tensor t) { Slot(i) = std::move(t); }
+
+static_assert(kSiblingColumnsAlign == kOutputColumnsAlign,
+              "the rewrite merges the products whose columns the kernels can write in place");
+
+std::vector<ColumnRange> KernelContext::AllocateColumnOutputs(DType dtype, Shape shape,
+                                                              const std::vector<int64_t>& widths) {
+  std::vector<ColumnRange> ranges;
+  int64_t first = 0;
+  for (size_t i = 0; i < widths.size(); ++i) {
+    shape.back() = widths[i];
+    ranges.push_back({first, AllocateUninitializedOutput(i, dtype, shape).raw(), widths[i]});
+    first += widths[i];
+  }
+  return ranges;
+}
 
 void KernelRegistry::Register(KernelDef def) { defs_.push_back(std::move(def)); }
 

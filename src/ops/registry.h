@@ -11,6 +11,7 @@
 
 #include "core/tensor.h"
 #include "graph/graph.h"
+#include "kernels/output_columns.h"
 
 namespace octet {
 
@@ -47,6 +48,11 @@ class KernelContext {
   Tensor& AllocateUninitializedOutput(size_t i, DType dtype, Shape shape);
   // Sets output i to an existing tensor (e.g. a reshaped view of an input).
   void SetOutput(size_t i, Tensor t);
+  // Allocates outputs 0, 1, ... of products run as one, without zero-filling them:
+  // output i has `shape` with widths[i] as its last dimension. Returns the ranges that
+  // send the product's columns to them (kernels/output_columns.h).
+  std::vector<ColumnRange> AllocateColumnOutputs(DType dtype, Shape shape,
+                                                 const std::vector<int64_t>& widths);
   // (Outputs past the ones the node lists, trailing optional ones it omits, are made and
   // dropped: a kernel may set every output its operator has.)
   // True when the model consumes output i (optional outputs may be omitted).

@@ -15,7 +15,6 @@
 #include "rewrite/float_silu.h"
 #include "rewrite/int8_attention.h"
 #include "rewrite/integer_matmul_float.h"
-#include "rewrite/nbits_siblings.h"
 #include "rewrite/qdq_activation.h"
 #include "rewrite/qdq_binary.h"
 #include "rewrite/qdq_conv.h"
@@ -23,6 +22,7 @@
 #include "rewrite/qdq_matmul.h"
 #include "rewrite/qdq_movement.h"
 #include "rewrite/qdq_nbits.h"
+#include "rewrite/sibling_products.h"
 #include "rewrite/slice_merge.h"
 
 namespace octet {
@@ -88,7 +88,7 @@ QdqReport ApplyRewrites(Graph& graph, const NodeEvaluator& evaluate,
   // After the QDQ passes: a MatMul they folded is no longer a float MatMul.
   if (options.float_matmul_int8) QuantizeFloatMatMuls(graph, report);
   if (options.merge_siblings && passes && !EnvIs("OCTET_QDQ_SIBLINGS", "0"))
-    MergeNBitsSiblings(graph, report);
+    MergeSiblingProducts(graph, report);
   // A pass puts its node where the group's first node was; an input of the group that
   // the graph computes later (ORT orders a subgraph it hands over by its own rules) would
   // then come after it. Sessions run nodes in order: restore one that is valid.

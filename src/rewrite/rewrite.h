@@ -31,7 +31,7 @@ struct RewriteOptions {
   // Nodes of constant inputs run once and become initializers (rewrite/constant_fold.h);
   // a session sets it unless it keeps every intermediate value. Needs `enabled`.
   bool fold_constants = false;
-  // 4-bit products of one input run as one (rewrite/nbits_siblings.h), after the forward
+  // 4-bit products of one input run as one (rewrite/sibling_products.h), after the forward
   // route has set their arithmetic; a session sets it (the ORT plugin's claim analysis
   // sees one node per product). Needs `enabled`; OCTET_QDQ_SIBLINGS=0 is its control.
   bool merge_siblings = false;

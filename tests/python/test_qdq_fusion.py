@@ -414,3 +414,53 @@ def test_threads_do_not_change_results(capfd):
     (one,), _ = run_octet(model, feeds, capfd, threads=1)
     (two,), _ = run_octet(model, feeds, capfd, threads=2)
     assert np.array_equal(one, two)
+
+
+@pytest.mark.parametrize("x_type", [np.uint8, np.int8], ids=["u8", "s8"])
+def test_float_products_of_one_input_run_as_one(x_type, monkeypatch):
+    """A decoder layer's q, k and v projections in A8W8 (float outputs of one quantized x):
+    one octet.QLinearMatMulSiblings node, each output with the bits it has alone
+    (OCTET_QDQ_SIBLINGS=0), at 1, 3 and 40 rows, on 1 and 2 threads; ONNX Runtime's
+    results within float rounding."""
+    rng = np.random.default_rng(12)
+    K = 96
+    zx = 3 if x_type == np.int8 else 131
+    inits = [numpy_helper.from_array(np.array(0.04, np.float32), "xs"),
+             numpy_helper.from_array(np.array(zx, x_type), "xz")]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"])]
+    outputs = []
+    # q: per-channel weights; k: per tensor with a zero point; v: a Gemm with B transposed.
+    for name, N, per_channel, zero, gemm in (("q", 128, True, 0, False), ("k", 64, False, -5, False),
+                                            ("v", 7, True, 0, True)):
+        w = rng.integers(-128, 128, (N, K) if gemm else (K, N)).astype(np.int8)
+        scale = rng.uniform(0.001, 0.01, N if per_channel else ()).astype(np.float32)
+        inits += [numpy_helper.from_array(w, name + "_w"), numpy_helper.from_array(scale, name + "_s"),
+                  numpy_helper.from_array(np.full(scale.shape, zero, np.int8), name + "_z")]
+        axis = {"axis": 0 if gemm else 1} if per_channel else {}
+        nodes.append(helper.make_node("DequantizeLinear", [name + "_w", name + "_s", name + "_z"],
+                                      [name + "_wd"], **axis))
+        nodes.append(helper.make_node("Gemm", ["xd", name + "_wd"], [name], transB=1) if gemm
+                     else helper.make_node("MatMul", ["xd", name + "_wd"], [name]))
+        outputs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, None))
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                         [None, K])],
+                              outputs, inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
+                              ir_version=10).SerializeToString()
+    feeds = [{"x": rng.standard_normal((M, K)).astype(np.float32)} for M in (1, 3, 40)]
+    runs = {}
+    for control in ("1", "0"):
+        monkeypatch.setenv("OCTET_QDQ_SIBLINGS", control)
+        for threads in (1, 2):
+            session = octet.InferenceSession(model, threads=threads)
+            session.set_profiling(True)
+            runs[control, threads] = [session.run(None, f) for f in feeds]
+            ops = {o["op"] for o in session.profile()["ops"]}
+            assert ("octet.QLinearMatMulSiblings" in ops) == (control == "1"), ops
+    for key, got in runs.items():
+        for outs, expected in zip(got, runs["0", 1]):
+            assert [y.tobytes() for y in outs] == [y.tobytes() for y in expected], key
+    for f, outs in zip(feeds, runs["1", 1]):
+        for ours, theirs in zip(outs, run_ort(model, f, DISABLED)):
+            np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-5)

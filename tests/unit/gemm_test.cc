@@ -69,8 +69,11 @@ void FillZeros(int32_t* p, size_t n, bool is_signed, int value, std::mt19937& rn
   }
 }
 
-// Runs the case on `isa` (and the given pool) and returns C (M x N, ldc stripped).
-std::vector<int32_t> RunGemm(Isa isa, const Case& c, ThreadPool* pool) {
+// Runs the case on `isa` (and the given pool) and returns C (M x N, ldc stripped). With
+// `widths`, C's columns go to one matrix per width (kernels/output_columns.h), each with
+// padding columns of its own, and come back side by side.
+std::vector<int32_t> RunGemm(Isa isa, const Case& c, ThreadPool* pool,
+                             const std::vector<int64_t>& widths = {}) {
   std::mt19937 rng(c.seed);
   const int64_t lda = c.K + c.lda_pad, ldb = c.N + c.ldb_pad, ldc = c.N + c.ldc_pad;
   GuardedBuffer<uint8_t> a(static_cast<size_t>(c.M * lda)), b(static_cast<size_t>(c.K * ldb));
@@ -84,9 +87,31 @@ std::vector<int32_t> RunGemm(Isa isa, const Case& c, ThreadPool* pool) {
   const PackedB packed = PackB(plan, b.data(), c.b_signed, c.K, c.N, ldb);
   GuardedBuffer<int32_t> out(static_cast<size_t>(c.M * ldc));
   std::memset(out.data(), 0xA5, out.size() * sizeof(int32_t));  // padding columns must keep this
-  Gemm(plan, c.M, Int8Operand{a.data(), c.a_signed, lda},
-       GemmZeroPoints{za.data(), c.za_per_row, zb.data(), c.zb_per_col}, packed, Epilogue{},
-       out.data(), ldc, pool);
+  const Int8Operand a_op{a.data(), c.a_signed, lda};
+  const GemmZeroPoints zero{za.data(), c.za_per_row, zb.data(), c.zb_per_col};
+  if (widths.empty()) {
+    Gemm(plan, c.M, a_op, zero, packed, Epilogue{}, out.data(), ldc, pool);
+  } else {
+    std::vector<std::vector<int32_t>> parts;
+    std::vector<ColumnRange> ranges;
+    for (int64_t w : widths) {
+      const int64_t ld = w + 3;
+      parts.emplace_back(static_cast<size_t>(c.M * ld), static_cast<int32_t>(0xA5A5A5A5u));
+      ranges.push_back({ranges.empty() ? 0 : ranges.back().first + widths[ranges.size() - 1],
+                        parts.back().data(), ld});
+    }
+    Gemm(plan, c.M, a_op, zero, packed, Epilogue{},
+         OutputColumns{ranges.data(), static_cast<int64_t>(ranges.size())}, pool);
+    for (size_t i = 0; i < widths.size(); ++i)
+      for (int64_t m = 0; m < c.M; ++m)
+        for (int64_t j = 0; j < widths[i] + 3; ++j) {
+          const int32_t v = parts[i][m * (widths[i] + 3) + j];
+          if (j < widths[i])
+            out[m * ldc + ranges[i].first + j] = v;
+          else if (v != static_cast<int32_t>(0xA5A5A5A5u))
+            ADD_FAILURE() << "wrote range " << i << "'s padding at m=" << m << ": " << Describe(c);
+        }
+  }
 
   std::vector<int32_t> result(static_cast<size_t>(c.M * c.N));
   for (int64_t m = 0; m < c.M; ++m) {
@@ -300,6 +325,20 @@ TEST_P(GemmIsaTest, EmptyProducts) {
     Case c;
     c.M = M, c.N = N, c.K = K;
     ASSERT_TRUE(Matches(isa(), c));  // K = 0: every C is 0
+  }
+}
+
+// C's columns written to three matrices of their own (products of one input run as one):
+// the reference's, on one and two threads, also for K = 0 and M = 0.
+TEST_P(GemmIsaTest, OutputColumnRanges) {
+  ThreadPool two(2);
+  for (const auto& [M, K] : {std::array<int64_t, 2>{1, 96}, {3, 64}, {40, 300}, {9, 0}, {0, 5}}) {
+    Case c;
+    c.M = M, c.N = 64 + 128 + 7, c.K = K, c.za_per_row = M == 3, c.zb_per_col = true;
+    c.seed = static_cast<uint32_t>(M + K);
+    const std::vector<int32_t> want = RunReference(c);
+    for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &two})
+      EXPECT_EQ(RunGemm(isa(), c, pool, {64, 128, 7}), want) << Describe(c);
   }
 }
 

@@ -133,6 +133,44 @@ TEST_P(NBitsIsaTest, ThreadCountsGiveTheSameBytes) {
   }
 }
 
+// y's columns written to three matrices of their own (products of one input run as one),
+// at one row, a few and the float arithmetic's GEMM form, on one and two threads.
+TEST_P(NBitsIsaTest, OutputColumnRanges) {
+  ThreadPool two(2);
+  const std::vector<int64_t> widths = {64, 128, 7};
+  for (NBitsArithmetic arith : {NBitsArithmetic::kFloat, NBitsArithmetic::kInt8}) {
+    for (int64_t M : {1, 3, 20}) {
+      const Case c = MakeCase(M, 100, 64 + 128 + 7, 32, -2, true, 17);
+      const std::vector<float> want = Reference(c, arith);
+      const PackedNBits w =
+          PackNBits(c.q.data(), c.scales.data(), c.zero.data(), c.K, c.N, c.block_size, arith);
+      for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &two}) {
+        std::vector<std::vector<float>> parts;
+        std::vector<ColumnRange> ranges;
+        for (size_t i = 0; i < widths.size(); ++i) {
+          parts.emplace_back(static_cast<size_t>(M * (widths[i] + 2)), -7.f);
+          ranges.push_back({i == 0 ? 0 : ranges.back().first + widths[i - 1], parts.back().data(),
+                            widths[i] + 2});
+        }
+        NBitsMatMul(w, M, c.a.data(), c.K, c.bias.data(),
+                    OutputColumns{ranges.data(), static_cast<int64_t>(ranges.size())}, pool,
+                    GetParam());
+        std::vector<float> got(want.size());
+        for (size_t i = 0; i < widths.size(); ++i)
+          for (int64_t m = 0; m < M; ++m)
+            for (int64_t j = 0; j < widths[i] + 2; ++j) {
+              const float v = parts[i][m * (widths[i] + 2) + j];
+              if (j < widths[i])
+                got[m * c.N + ranges[i].first + j] = v;
+              else
+                EXPECT_EQ(v, -7.f) << "range " << i << "'s padding written";
+            }
+        EXPECT_TRUE(SameBytes(got, want)) << "arith " << static_cast<int>(arith) << " M " << M;
+      }
+    }
+  }
+}
+
 // The int8 arithmetic's quantization of A on values at its edges: NaN (skipped
 // by amax, quantized to 0), infinities, signed zeros, subnormals, ties of the
 // rounding (amax 127: a * (127 / amax) = a) and a block's partial vector.

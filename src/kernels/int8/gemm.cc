@@ -66,29 +66,37 @@ GemmPlan PlanGemm(Isa isa, bool a_signed) {
 }
 
 void Gemm(const GemmPlan& plan, int64_t M, const Int8Operand& A, const GemmZeroPoints& zero,
-          const PackedB& b, const Epilogue& epilogue, void* out, int64_t ld_out, ThreadPool* pool) {
+          const PackedB& b, const Epilogue& epilogue, const OutputColumns& out, ThreadPool* pool) {
   const int64_t K = b.K, N = b.N;
   OCTET_CHECK(M >= 0, "int8 GEMM: negative M=", M);
   OCTET_CHECK(K <= kGemmMaxK, "int8 GEMM: K=", K, " exceeds ", kGemmMaxK,
               ", the largest K whose int32 accumulation is exact for all 8-bit inputs");
   OCTET_CHECK(A.ld >= K, "int8 GEMM: A leading dimension ", A.ld, " < K=", K);
-  OCTET_CHECK(ld_out >= N, "int8 GEMM: output leading dimension ", ld_out, " < N=", N);
+  CheckOutputColumns(out, N, "int8 GEMM");
   OCTET_CHECK(A.is_signed == plan.a_signed, "internal: int8 GEMM planned for ",
               plan.a_signed ? "int8" : "uint8", " A, given ", A.is_signed ? "int8" : "uint8");
   OCTET_CHECK(b.kernel != nullptr && SameLayout(*b.kernel, *plan.packed),
               "internal: int8 GEMM: B was packed for another plan");
   if (M == 0 || N == 0) return;
   CheckEpilogue(epilogue, "int8 GEMM");
-  OCTET_CHECK(out != nullptr, "int8 GEMM: the output is null");
+  for (int64_t i = 0; i < out.count; ++i)
+    OCTET_CHECK(out.ranges[i].data != nullptr, "int8 GEMM: the output is null");
   const Isa isa = plan.packed->isa;
   if (K == 0) {  // every sum is empty: 0
     const std::vector<int32_t> zeros(N, 0);
-    ApplyEpilogueBlock(epilogue, zeros.data(), 0, 0, M, 0, N, out, ld_out, isa);
+    for (int64_t i = 0; i < out.count; ++i) {
+      const ColumnRange& r = out.ranges[i];
+      const int64_t end = i + 1 < out.count ? out.ranges[i + 1].first : N;
+      ApplyEpilogueBlock(epilogue, zeros.data(), 0, 0, M, r.first, end - r.first, r.data, r.ld,
+                         isa);
+    }
     return;
   }
   OCTET_CHECK(A.data != nullptr, "int8 GEMM: A data is null");
   const MicroKernel& kernel = plan.KernelFor(K);
   const int mr = kernel.mr, nr = kernel.nr, group = kernel.k_group;
+  OCTET_CHECK(out.count == 1 || kOutputColumnsAlign % nr == 0, "internal: int8 GEMM: ", nr,
+              "-column panels would cross output column ranges");
   const int64_t kg = b.k_groups;
   const int64_t m_panels = (M + mr - 1) / mr, n_panels = (N + nr - 1) / nr;
   if (M * K * N < kGemmMinParallelMacs) pool = nullptr;
@@ -214,10 +222,7 @@ void Gemm(const GemmPlan& plan, int64_t M, const Int8Operand& A, const GemmZeroP
         args.accumulate = !first;
         args.last = last;
         if (k_blocks) args.partial_ld = block_ld;
-        if (last) {
-          args.epilogue = &epilogue;
-          args.ld_out = ld_out;
-        }
+        if (last) args.epilogue = &epilogue;
         for (int64_t np = np0; np < np1; ++np) {
           const int64_t n0 = np * nr;
           for (int64_t mp = mp0; mp < mp1; ++mp) {
@@ -239,7 +244,8 @@ void Gemm(const GemmPlan& plan, int64_t M, const Int8Operand& A, const GemmZeroP
               }
               args.row0 = m0;
               args.col0 = n0;
-              args.out = static_cast<uint8_t*>(out) + (m0 * ld_out + n0) * out_size;
+              args.out = out.At(m0, n0, out_size);
+              args.ld_out = out.Holding(n0).ld;
               args.cols = static_cast<int>(std::min<int64_t>(nr, N - n0));
             }
             kernel.tile(rows, args);

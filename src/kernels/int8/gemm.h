@@ -25,6 +25,7 @@
 #include "kernels/int8/gemm_kernels.h"
 #include "kernels/int8/gemm_reference.h"  // Int8Operand
 #include "kernels/isa.h"
+#include "kernels/output_columns.h"
 
 namespace octet {
 
@@ -82,13 +83,20 @@ struct GemmZeroPoints {
   bool b_per_column = false;
 };
 
-// out (M x b.N, leading dimension ld_out in output elements) = epilogue of
+// out (M x b.N, written to out's matrices, kernels/output_columns.h) = epilogue of
 // (A - zA)(B - zB). A: M x b.K, row-major, of the plan's signedness (A.ld >= K).
 // The epilogue's operands are indexed by the product's rows and columns. pool
 // may be null (runs on the caller); it is not used below kGemmMinParallelMacs.
-// Throws octet::Error on a negative M, a too-small ld, K > kGemmMaxK, an
+// Throws octet::Error on a negative M, bad output ranges, K > kGemmMaxK, an
 // incomplete epilogue, or a B packed for another plan.
 void Gemm(const GemmPlan& plan, int64_t M, const Int8Operand& A, const GemmZeroPoints& zero,
-          const PackedB& b, const Epilogue& epilogue, void* out, int64_t ld_out, ThreadPool* pool);
+          const PackedB& b, const Epilogue& epilogue, const OutputColumns& out, ThreadPool* pool);
+// The same into one matrix of leading dimension ld_out (in output elements).
+inline void Gemm(const GemmPlan& plan, int64_t M, const Int8Operand& A, const GemmZeroPoints& zero,
+                 const PackedB& b, const Epilogue& epilogue, void* out, int64_t ld_out,
+                 ThreadPool* pool) {
+  const ColumnRange all{0, out, ld_out};
+  Gemm(plan, M, A, zero, b, epilogue, OutputColumns{&all, 1}, pool);
+}
 
 }  // namespace octet

@@ -228,9 +228,9 @@ PackedNBits PackNBits(const uint8_t* q, const float* scales, const float* zero_p
 }
 
 void NBitsMatMul(const PackedNBits& w, int64_t M, const float* a, int64_t lda, const float* bias,
-                 float* y, int64_t ldy, ThreadPool* pool, Isa isa) {
-  OCTET_CHECK(M >= 0 && lda >= w.K && ldy >= w.N, "4-bit matmul: M ", M, ", lda ", lda, ", ldy ",
-              ldy, " invalid for K ", w.K, ", N ", w.N);
+                 const OutputColumns& y, ThreadPool* pool, Isa isa) {
+  OCTET_CHECK(M >= 0 && lda >= w.K, "4-bit matmul: M ", M, ", lda ", lda, " invalid for K ", w.K);
+  CheckOutputColumns(y, w.N, "4-bit matmul");
   if (M == 0 || w.N == 0) return;
   const nbits::PanelKernels& kernels = nbits::KernelsFor(isa);
   const bool int8 = w.arithmetic == NBitsArithmetic::kInt8;
@@ -278,12 +278,14 @@ void NBitsMatMul(const PackedNBits& w, int64_t M, const float* a, int64_t lda, c
         const int64_t n0 = p0 * kNBitsPanel, cols = std::min(width, w.N - n0);
         SgemmPacked b_cols = b;
         b_cols.rows = cols;
+        float* out = static_cast<float*>(y.At(r0, n0, sizeof(float)));
+        const int64_t ldy = y.Holding(n0).ld;
         Sgemm(rows, cols, w.K, SgemmOperand::Packed(a_rows),
               b_packed ? SgemmOperand::Packed(b_cols) : SgemmOperand::RowMajor(b.data.get(), ldb),
-              y + r0 * ldy + n0, ldy, nullptr, SgemmPathFor(isa));
+              out, ldy, nullptr, SgemmPathFor(isa));
         if (bias)
-          for (int64_t m = r0; m < r0 + rows; ++m)
-            for (int64_t j = 0; j < cols; ++j) y[m * ldy + n0 + j] += bias[n0 + j];
+          for (int64_t m = 0; m < rows; ++m)
+            for (int64_t j = 0; j < cols; ++j) out[m * ldy + j] += bias[n0 + j];
       }
     };
     if (parallel)
@@ -314,7 +316,7 @@ void NBitsMatMul(const PackedNBits& w, int64_t M, const float* a, int64_t lda, c
         const int64_t n0 = p * kNBitsPanel;
         const int64_t cols = std::min<int64_t>(panels * kNBitsPanel, w.N - n0);
         for (int r = 0; r < rows; ++r) {
-          float* out = y + (r0 + r) * ldy + n0;
+          float* out = static_cast<float*>(y.At(r0 + r, n0, sizeof(float)));
           const float* in = acc + r * nbits::kNBitsAccRow;
           for (int64_t j = 0; j < cols; ++j) out[j] = bias ? in[j] + bias[n0 + j] : in[j];
         }

@@ -25,6 +25,7 @@
 
 #include "core/weight_arena.h"
 #include "kernels/isa.h"
+#include "kernels/output_columns.h"
 
 namespace octet {
 
@@ -36,6 +37,8 @@ inline constexpr int kNBitsPanel = 16;
 // Consecutive panels stored interleaved, so that a kernel running several
 // panels at once (independent fma chains at M = 1) reads one stream.
 inline constexpr int kNBitsGroup = 4;
+static_assert(kOutputColumnsAlign % (kNBitsGroup * kNBitsPanel) == 0,
+              "a group of panels writes its columns to one output matrix");
 
 // 4-bit weights of a K x N product, laid out for the panel kernels.
 //
@@ -81,10 +84,17 @@ PackedNBits PackNBits(const uint8_t* q, const float* scales, const float* zero_p
                       int64_t N, int64_t block_size, NBitsArithmetic arithmetic,
                       WeightArena* arena = nullptr);
 
-// y (M x N, leading dimension ldy) = a (M x K, leading dimension lda) times the
-// packed weights, + bias (N values, or null). pool may be null.
+// y (M x N) = a (M x K, leading dimension lda) times the packed weights, + bias (N
+// values, or null), written to y's matrices. pool may be null.
 void NBitsMatMul(const PackedNBits& w, int64_t M, const float* a, int64_t lda, const float* bias,
-                 float* y, int64_t ldy, ThreadPool* pool, Isa isa = ActiveIsa());
+                 const OutputColumns& y, ThreadPool* pool, Isa isa = ActiveIsa());
+// The same into one matrix of leading dimension ldy.
+inline void NBitsMatMul(const PackedNBits& w, int64_t M, const float* a, int64_t lda,
+                        const float* bias, float* y, int64_t ldy, ThreadPool* pool,
+                        Isa isa = ActiveIsa()) {
+  const ColumnRange all{0, y, ldy};
+  NBitsMatMul(w, M, a, lda, bias, OutputColumns{&all, 1}, pool, isa);
+}
 
 // The naive statement of both arithmetics (int64 dot products for kInt8), on
 // the unpacked operands PackNBits takes; for tests.
