@@ -132,8 +132,6 @@ bool AcceptsDynamicQuantizeMatMul(const Node&, const std::vector<DType>& t) {
          (Omitted(InputOr(t, 4)) || InputOr(t, 4) == DType::kFloat32);
 }
 
-std::vector<DType> FloatOutput(const Node&, const std::vector<DType>&) { return {DType::kFloat32}; }
-
 }  // namespace
 
 void RegisterMsQuantMatMulOps(KernelRegistry& r) {

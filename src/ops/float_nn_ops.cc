@@ -854,8 +854,6 @@ bool FloatData(const Node&, const std::vector<DType>& t) {
                      [](DType d) { return d == DType::kFloat32 || d == DType::kUndefined; });
 }
 
-std::vector<DType> FloatOutput(const Node&, const std::vector<DType>&) { return {DType::kFloat32}; }
-
 }  // namespace
 
 void RegisterFloatNnOps(KernelRegistry& r) {

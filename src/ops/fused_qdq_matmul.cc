@@ -117,7 +117,6 @@ class FusedQdqMatMulKernel : public OpKernel {
       w_zero_.insert(w_zero_.end(), zero.begin(), zero.end());
       bias_.insert(bias_.end(), bias.begin(), bias.end());
     }
-    if (!several) widths_.clear();
 
     const std::vector<float> x_scale =
         ReadScales(node, *ConstantInput(init, kFusedXScale, "x_scale", true), "x_scale");
@@ -191,14 +190,8 @@ class FusedQdqMatMulKernel : public OpKernel {
     };
 
     const DType out_type = quantized_ ? y_type_ : DType::kFloat32;
-    // Several products: each one's columns to its own output.
-    std::vector<ColumnRange> y =
-        widths_.empty()
-            ? std::vector<ColumnRange>{{0,
-                                        ctx.AllocateUninitializedOutput(0, out_type, out_shape)
-                                            .raw(),
-                                        n_}}
-            : ctx.AllocateColumnOutputs(out_type, out_shape, widths_);
+    // Each product's columns to its own output.
+    std::vector<ColumnRange> y = ctx.AllocateColumnOutputs(out_type, out_shape, widths_);
     const auto* x_bytes = static_cast<const uint8_t*>(x.raw());
     const size_t mult_row = mult_per_column_ ? static_cast<size_t>(n_) : 1;
     const int64_t block_rows = ProductBlockRows(M, k_);
@@ -252,7 +245,7 @@ class FusedQdqMatMulKernel : public OpKernel {
   int64_t y_min_ = 0, y_max_ = 0;
   bool mult_per_column_ = false;
   std::vector<float> multipliers_;  // x scales x (1 or N)
-  std::vector<int64_t> widths_;     // the products' columns when they are several
+  std::vector<int64_t> widths_;     // each product's columns
 };
 
 bool ZeroMatches(DType zero, DType data) { return zero == DType::kUndefined || zero == data; }
@@ -288,10 +281,6 @@ bool AcceptsSiblings(const Node&, const std::vector<DType>& t) {
         !ZeroMatches(t[i + 3], DType::kInt32))
       return false;
   return true;
-}
-
-std::vector<DType> FloatOutputs(const Node& node, const std::vector<DType>&) {
-  return std::vector<DType>(node.outputs.size(), DType::kFloat32);
 }
 
 }  // namespace

@@ -354,20 +354,16 @@ bool AcceptsNBitsSiblings(const Node& node, const std::vector<DType>& t) {
   return true;
 }
 
-std::vector<DType> FloatOutputs(const Node& node, const std::vector<DType>&) {
-  return std::vector<DType>(node.outputs.size(), DType::kFloat32);
-}
-
 }  // namespace
 
 void RegisterNBitsOps(KernelRegistry& r) {
-  r.Register({kMsDomain, "MatMulNBits", 1, 1 << 30, AcceptsMatMulNBits, FloatOutputs,
+  r.Register({kMsDomain, "MatMulNBits", 1, 1 << 30, AcceptsMatMulNBits, FloatOutput,
               [](const KernelInit& init) { return std::make_unique<MatMulNBitsKernel>(init); }});
   r.Register(
-      {kMsDomain, "GatherBlockQuantized", 1, 1 << 30, AcceptsGatherBlockQuantized, FloatOutputs,
+      {kMsDomain, "GatherBlockQuantized", 1, 1 << 30, AcceptsGatherBlockQuantized, FloatOutput,
        [](const KernelInit& init) { return std::make_unique<GatherBlockQuantizedKernel>(init); }});
   r.Register(
-      {kOctetDomain, kBlockedDqMatMulOp, 1, 1 << 30, AcceptsBlockedDqMatMul, FloatOutputs,
+      {kOctetDomain, kBlockedDqMatMulOp, 1, 1 << 30, AcceptsBlockedDqMatMul, FloatOutput,
        [](const KernelInit& init) { return std::make_unique<BlockedDqMatMulKernel>(init); }});
   r.Register({kOctetDomain, kNBitsSiblingsOp, 1, 1 << 30, AcceptsNBitsSiblings, FloatOutputs,
               [](const KernelInit& init) { return std::make_unique<NBitsSiblingsKernel>(init); }});

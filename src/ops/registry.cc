@@ -45,6 +45,12 @@ std::vector<ColumnRange> KernelContext::AllocateColumnOutputs(DType dtype, Shape
   return ranges;
 }
 
+std::vector<DType> FloatOutput(const Node&, const std::vector<DType>&) { return {DType::kFloat32}; }
+
+std::vector<DType> FloatOutputs(const Node& node, const std::vector<DType>&) {
+  return std::vector<DType>(node.outputs.size(), DType::kFloat32);
+}
+
 void KernelRegistry::Register(KernelDef def) { defs_.push_back(std::move(def)); }
 
 bool KernelRegistry::HasOp(const std::string& domain, const std::string& op_type) const {

@@ -122,6 +122,11 @@ class KernelRegistry {
   std::vector<KernelDef> defs_;
 };
 
+// KernelDef::infer_types for an operator of one float32 output, and for one whose every
+// listed output is float32.
+std::vector<DType> FloatOutput(const Node& node, const std::vector<DType>& input_types);
+std::vector<DType> FloatOutputs(const Node& node, const std::vector<DType>& input_types);
+
 // Each op family registers itself here; ops/register_all.cc calls them all.
 void RegisterQuantizeOps(KernelRegistry& r);       // ops/quantize_linear.cc
 void RegisterIntegerMatMulOps(KernelRegistry& r);  // ops/integer_matmul.cc

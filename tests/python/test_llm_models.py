@@ -190,6 +190,24 @@ def test_octet_runs_the_quantized_forms_near_the_float_model(tiny, variant):
     assert kl.mean() < 0.2 and agree.mean() >= 0.75
 
 
+@pytest.mark.parametrize("variant", quantize_llm.VARIANTS)
+def test_products_of_one_input_merge_in_every_quantized_form(tiny, variant, monkeypatch):
+    """Per layer two merged nodes run (q with k, whose 64 and 32 columns leave v apart;
+    gate with up), and the logits are the bytes of the unmerged session."""
+    cfg, paths = tiny
+    path = paths["cached", variant]
+    logits = {}
+    for control in ("1", "0"):
+        monkeypatch.setenv("OCTET_QDQ_SIBLINGS", control)
+        session = octet_session(path)
+        logits[control] = llm_accuracy.Decoder(session, path).logits(SEQUENCES[1], 2)
+        session.set_profiling(True)
+        llm_accuracy.Decoder(session, path).logits(SEQUENCES[2][:1], 1)  # one run
+        merged = sum(o["calls"] for o in session.profile()["ops"] if o["op"].endswith("Siblings"))
+        assert merged == (2 * cfg.layers if control == "1" else 0)
+    np.testing.assert_array_equal(logits["1"].view(np.uint32), logits["0"].view(np.uint32))
+
+
 # --- tokenizer ---------------------------------------------------------------------------
 
 
