@@ -14,6 +14,7 @@
 
 #include "bench_pool.h"
 #include "core/thread_pool.h"
+#include "core/weight_arena.h"
 #include "int8_peak.h"
 #include "kernels/int8/gemm.h"
 
@@ -21,6 +22,9 @@ namespace octet {
 namespace {
 
 using bench::PoolFor;
+
+// More than the last-level cache of the machines benchmarked.
+constexpr int64_t kColdBytes = int64_t{256} << 20;
 
 double PeakOpsPerCore() {
   static const double peak = bench::MeasureGemmPeakOps();
@@ -74,6 +78,56 @@ void Shapes(benchmark::internal::Benchmark* b) {
   b->ArgNames({"M", "K", "N", "threads"})->UseRealTime()->MinTime(0.3);
 }
 BENCHMARK(BM_GemmS32)->Apply(Shapes);
+
+// A decoder's int8 GEMV (one row of an A8W8 model's step): int8 A read in place,
+// symmetric int8 weights with per-column zero points and multipliers, float output.
+// `cold` cycles through copies of the weights larger than the last-level cache, so
+// they come from memory as a decoder's do; weight_GBps compares with BM_ReadBandwidth
+// at 256 MiB. K x N: SmolLM2-135M's projections and its LM head.
+void BM_GemmDecode(benchmark::State& state) {
+  const int64_t K = state.range(0), N = state.range(1);
+  const int threads = static_cast<int>(state.range(2));
+  const bool cold = state.range(3) != 0;
+  std::mt19937 rng(42);
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::vector<uint8_t> a(K), b(K * N);
+  for (auto& v : a) v = static_cast<uint8_t>(byte(rng));
+  for (auto& v : b) v = static_cast<uint8_t>(byte(rng));
+  const GemmPlan plan = PlanGemm(ActiveIsa(), /*a_signed=*/true);
+  WeightArena arena;  // on 2 MiB pages, as a session's weights
+  std::vector<PackedB> copies;
+  do {
+    copies.push_back(PackB(plan, b.data(), /*b_signed=*/true, K, N, N, &arena));
+  } while (cold && static_cast<int64_t>(copies.size()) * K * N < kColdBytes);
+  const int32_t a_zero = -5;
+  const std::vector<int32_t> b_zero(N, 0);
+  const std::vector<float> multiplier(N, 1.0f / 4096);
+  Epilogue e;
+  e.output = EpilogueOutput::kFloat;
+  e.multiplier = {multiplier.data(), false, true};
+  std::vector<float> y(N);
+  ThreadPool* pool = PoolFor(threads);
+  size_t next = 0;
+  for (auto _ : state) {
+    Gemm(plan, 1, Int8Operand{a.data(), true, K},
+         GemmZeroPoints{&a_zero, false, b_zero.data(), true}, copies[next], e, y.data(), N, pool);
+    next = next + 1 == copies.size() ? 0 : next + 1;
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["weight_GBps"] =
+      benchmark::Counter(K * N * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(plan.KernelFor(K).name);
+}
+BENCHMARK(BM_GemmDecode)
+    ->ArgsProduct({{576}, {576, 1536}, {1, 2}, {0, 1}})
+    ->Args({1536, 576, 1, 1})
+    ->Args({576, 49152, 1, 1})
+    ->Args({1536, 576, 2, 1})
+    ->Args({576, 49152, 2, 1})
+    ->ArgNames({"K", "N", "threads", "cold"})
+    ->UseRealTime()
+    ->MinTime(0.3);
 
 // The fused QDQ matmul's product (src/ops/fused_qdq_matmul.cc): A of 8 bits with
 // zero point -5 (int8) or 131 (uint8), symmetric int8 weights, requantized to A's

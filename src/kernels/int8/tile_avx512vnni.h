@@ -17,8 +17,10 @@ constexpr int kTileCols = 32;
 
 // Accumulator sets for a tile of `rows` rows: few rows leave too few independent
 // vpdpbusd chains to cover its latency, so consecutive groups go to separate
-// sets, summed by the caller.
-constexpr int AccumulatorSets(int rows) { return rows == 1 ? 4 : (rows == 2 ? 2 : 1); }
+// sets, summed by the caller. Two sets give one row four chains, enough; more
+// slow down a decoder's one-row tile, whose panel streams from memory
+// (BM_GemmDecode, cold).
+constexpr int AccumulatorSets(int rows) { return rows <= 2 ? 2 : 1; }
 
 // acc[u][r][v] = the sum over k groups g (g % U == u) of row r's 4 bytes of A
 // times the 4 bytes of columns 16v..16v+15 of B (vpdpbusd: exact).
