@@ -81,8 +81,9 @@ Exit status: 0 on success, 1 when the run fails, 2 on a usage error.
 constexpr const char* kInspectHelp =
     R"(usage: octet inspect MODEL
 
-Loads MODEL and prints what octet's graph rewrites do with it, one line per
-group in graph order:
+Loads MODEL and prints what a session's graph rewrites do with it (products
+of one input merged into one node included), one line per group in the order
+the rewrites met them:
   fused   <op> '<node>' -> <what it became>
   refused <op> '<node>' why=<reason>
 then a summary line qdq_groups=<n> claimed=<n>. Nothing is run. With

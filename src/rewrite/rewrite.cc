@@ -100,7 +100,10 @@ QdqReport ApplyRewrites(Graph& graph, const NodeEvaluator& evaluate,
 std::string DescribeRewrites(const Graph& graph, const NodeEvaluator& evaluate) {
   if (EnvIs("OCTET_QDQ", "0")) return "qdq passes off (OCTET_QDQ=0)\n";
   Graph copy = graph;  // initializers are shared tensors; values keep pointing at graph's
-  const QdqReport report = RunQdqPasses(copy, evaluate);
+  // A session's passes, but constant folding (it runs kernels; it adds no line).
+  RewriteOptions session;
+  session.merge_siblings = true;
+  const QdqReport report = ApplyRewrites(copy, evaluate, session);
   std::ostringstream os;
   for (const QdqRecord& r : report.records) {
     os << (r.fused ? "fused   " : "refused ") << r.op << " '" << r.node << "'"

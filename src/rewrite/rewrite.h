@@ -31,9 +31,10 @@ struct RewriteOptions {
   // Nodes of constant inputs run once and become initializers (rewrite/constant_fold.h);
   // a session sets it unless it keeps every intermediate value. Needs `enabled`.
   bool fold_constants = false;
-  // 4-bit products of one input run as one (rewrite/sibling_products.h), after the forward
-  // route has set their arithmetic; a session sets it (the ORT plugin's claim analysis
-  // sees one node per product). Needs `enabled`; OCTET_QDQ_SIBLINGS=0 is its control.
+  // 4-bit and int8 products of one input run as one (rewrite/sibling_products.h), after
+  // the forward route has set their arithmetic; a session sets it (the ORT plugin's claim
+  // analysis sees one node per product). Needs `enabled`; OCTET_QDQ_SIBLINGS=0 is its
+  // control.
   bool merge_siblings = false;
 };
 
@@ -41,8 +42,9 @@ struct RewriteOptions {
 // printing it (an empty report when they are off).
 QdqReport ApplyRewrites(Graph& graph, const NodeEvaluator& evaluate, const RewriteOptions& options);
 
-// For `octet inspect MODEL`: what the QDQ passes would do to this graph (run on
-// a copy), one line per fused or refused group in graph order:
+// For `octet inspect MODEL`: what a session's passes would do to this graph (run on a
+// copy; the products of one input merged, constant folding left out), one line per
+// fused or refused group in the order the passes met them:
 //   fused   <op> '<node>' -> <what it became>
 //   refused <op> '<node>' why=<reason>
 // then `qdq_groups=<n> claimed=<n>`; says so when OCTET_QDQ=0 turns the passes off.

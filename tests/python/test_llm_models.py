@@ -7,6 +7,7 @@ cached in build/models, so reruns skip the builds."""
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -193,12 +194,17 @@ def test_octet_runs_the_quantized_forms_near_the_float_model(tiny, variant):
 @pytest.mark.parametrize("variant", quantize_llm.VARIANTS)
 def test_products_of_one_input_merge_in_every_quantized_form(tiny, variant, monkeypatch):
     """Per layer two merged nodes run (q with k, whose 64 and 32 columns leave v apart;
-    gate with up), and the logits are the bytes of the unmerged session."""
+    gate with up), `octet inspect` lists the four products they take, and the logits are
+    the bytes of the unmerged session."""
+    import octet
     cfg, paths = tiny
     path = paths["cached", variant]
     logits = {}
     for control in ("1", "0"):
         monkeypatch.setenv("OCTET_QDQ_SIBLINGS", control)
+        listed = re.findall(r"-> octet\.(?:NBits|QLinearMatMul)Siblings \(2 products",
+                            octet.inspect(path))
+        assert len(listed) == (4 * cfg.layers if control == "1" else 0)
         session = octet_session(path)
         logits[control] = llm_accuracy.Decoder(session, path).logits(SEQUENCES[1], 2)
         session.set_profiling(True)
