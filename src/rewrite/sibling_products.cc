@@ -1,6 +1,8 @@
 #include "rewrite/sibling_products.h"
 
 #include <algorithm>
+#include <climits>
+#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
@@ -52,18 +54,29 @@ std::string NBitsKey(const Graph& g, const Node& n) {
   return key;
 }
 
-// What int8 products must share: x's quantization (the same values) and the weights'
-// type and K.
+// What int8 products must share: x's quantization (one scale and zero point, by value:
+// a quantizer may write a copy per consumer) and the weights' type and K.
 std::string FusedKey(const Graph& g, const Node& n) {
   const Tensor* w = ConstantValue(g, InputAt(n, kFusedW));
-  if (!w || w->rank() != 2 || !ConstantValue(g, InputAt(n, kFusedXScale)) ||
+  const Tensor* x_scale = ConstantValue(g, InputAt(n, kFusedXScale));
+  const Tensor* x_zero =
+      InputAt(n, kFusedXZero) >= 0 ? ConstantValue(g, InputAt(n, kFusedXZero)) : nullptr;
+  if (!w || w->rank() != 2 || !x_scale || x_scale->numel() != 1 ||
+      x_scale->dtype() != DType::kFloat32 || (x_zero && x_zero->numel() != 1) ||
       !ConstantValue(g, InputAt(n, kFusedWScale)) || !ConstantFrom(g, n, kFusedXZero) ||
       n.inputs.size() != kFusedInputCount)
     return "";
+  uint32_t scale_bits;
+  std::memcpy(&scale_bits, x_scale->raw(), sizeof(scale_bits));
+  // An absent zero point is 0.
+  const int32_t zero = !x_zero                            ? 0
+                       : x_zero->dtype() == DType::kInt8  ? x_zero->data<int8_t>()[0]
+                       : x_zero->dtype() == DType::kUInt8 ? x_zero->data<uint8_t>()[0]
+                                                          : INT32_MIN;
+  if (zero == INT32_MIN) return "";
   const int64_t K = w->dim(n.GetInt("trans_b", 0) != 0 ? 1 : 0);
-  return " scale" + std::to_string(InputAt(n, kFusedXScale)) + " zero" +
-         std::to_string(InputAt(n, kFusedXZero)) + " " + DTypeName(w->dtype()) + " K" +
-         std::to_string(K);
+  return " scale" + std::to_string(scale_bits) + " zero" + std::to_string(zero) + " " +
+         DTypeName(w->dtype()) + " K" + std::to_string(K);
 }
 
 // The product's output columns (N); 0 when unknown.

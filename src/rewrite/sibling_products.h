@@ -17,7 +17,8 @@ namespace octet {
 //   block_size, accuracy_level and kind of zero point, and octet.BlockedDqMatMul nodes
 //   with the same input, K, block_size and accuracy_level;
 // - octet.QLinearMatMulFused nodes with float output, the same x and the same x scale
-//   and zero point values (per tensor), and weights of one type and K;
+//   and zero point values (per tensor; an absent zero point is 0), and weights of one
+//   type and K;
 // when weights and their parameters are initializers. The merged node takes the first
 // product's place.
 void MergeSiblingProducts(Graph& g, QdqReport& report);

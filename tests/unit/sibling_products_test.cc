@@ -178,31 +178,37 @@ Node& AddFused(GraphBuilder& b, const std::string& name, int64_t N, const std::s
   return n;
 }
 
-// q (per column, with a bias), k (transposed, a weight zero point) and v merge; a
-// product with a quantized output and one whose x scale is another value stay.
+// q (per column, with a bias), k (transposed, a weight zero point), a product whose x
+// scale is a copy of the same value, and v merge; a product with a quantized output and
+// one whose x scale is another value stay.
 TEST(FusedMatMulSiblings, FloatProductsOfOneQuantizedInputMerge) {
   GraphBuilder b;
   b.g.inputs = {b.V("x")};
   b.Init<float>("xs", {}, 0.05f);
-  b.Init<float>("other_xs", {}, 0.05f);
+  b.Init<float>("copy_xs", {}, 0.05f);
+  b.Init<float>("other_xs", {}, 0.06f);
   b.Init<int8_t>("xz", {}, -7);
   b.Init<float>("ys", {}, 0.1f);
   std::vector<Node> products = {AddFused(b, "q", 128, "cb"), AddFused(b, "k", 64, "tz")};
   AddFused(b, "quantized", 64, "c", "ys");
   AddFused(b, "other_scale", 64, "c", "", "other_xs");
+  products.push_back(AddFused(b, "copy_scale", 64, "c", "", "copy_xs"));
   products.push_back(AddFused(b, "v", 5, ""));
-  for (const char* out : {"q_y", "k_y", "quantized_y", "other_scale_y", "v_y"})
+  for (const char* out : {"q_y", "k_y", "quantized_y", "other_scale_y", "copy_scale_y", "v_y"})
     b.g.outputs.push_back(b.V(out));
   ApplyRewrites(b.g, EvaluateNode, RewriteOptions{true, false, false, true});
-  ASSERT_EQ(NodeNames(b.g), (std::vector<std::string>{"q+k+v", "quantized", "other_scale"}));
+  ASSERT_EQ(NodeNames(b.g),
+            (std::vector<std::string>{"q+k+copy_scale+v", "quantized", "other_scale"}));
   const Node& merged = b.g.nodes[0];
   EXPECT_EQ(merged.op_type, kFusedMatMulSiblingsOp);
-  EXPECT_EQ(merged.GetInts("trans_b"), (std::vector<int64_t>{0, 1, 0}));
-  EXPECT_EQ(merged.inputs,
-            (std::vector<int>{b.V("x"), b.V("xs"), b.V("xz"), b.V("q_w"), b.V("q_ws"), -1,
-                              b.V("q_bias"), b.V("k_w"), b.V("k_ws"), b.V("k_wz"), -1, b.V("v_w"),
-                              b.V("v_ws"), -1, -1}));
-  EXPECT_EQ(merged.outputs, (std::vector<int>{b.V("q_y"), b.V("k_y"), b.V("v_y")}));
+  EXPECT_EQ(merged.GetInts("trans_b"), (std::vector<int64_t>{0, 1, 0, 0}));
+  EXPECT_EQ(
+      merged.inputs,
+      (std::vector<int>{b.V("x"), b.V("xs"), b.V("xz"), b.V("q_w"), b.V("q_ws"), -1, b.V("q_bias"),
+                        b.V("k_w"), b.V("k_ws"), b.V("k_wz"), -1, b.V("copy_scale_w"),
+                        b.V("copy_scale_ws"), -1, -1, b.V("v_w"), b.V("v_ws"), -1, -1}));
+  EXPECT_EQ(merged.outputs,
+            (std::vector<int>{b.V("q_y"), b.V("k_y"), b.V("copy_scale_y"), b.V("v_y")}));
 
   // Bits: the merged node alone in a graph, one row and a GEMM's 9.
   Graph one = b.g;
