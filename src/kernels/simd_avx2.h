@@ -98,6 +98,18 @@ struct Avx2 {
     else
       _mm_storeu_si128(reinterpret_cast<__m128i*>(p), low);
   }
+  // Two vectors of int32 lanes within 8-bit T's range, stored as 16 T: a's
+  // lanes, then b's.
+  template <typename T>
+  static void StoreNarrowPair(T* p, I a, I b) {
+    static_assert(sizeof(T) == 1);
+    const __m256i words = _mm256_packs_epi32(a, b);  // a0-3 b0-3 | a4-7 b4-7
+    const __m256i bytes =
+        std::is_signed_v<T> ? _mm256_packs_epi16(words, words) : _mm256_packus_epi16(words, words);
+    const __m256i ordered =
+        _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 0, 4, 1, 5));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_castsi256_si128(ordered));
+  }
   template <typename T>
   static void StoreLowPartial(T* p, I v, int count) {
     alignas(16) T buffer[16 / sizeof(T)];

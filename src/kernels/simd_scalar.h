@@ -73,6 +73,13 @@ struct Scalar {
   static void StoreLow(T* p, I v) {
     *p = static_cast<T>(v);
   }
+  // Two int32 values within 8-bit T's range, stored as 2 T: a, then b.
+  template <typename T>
+  static void StoreNarrowPair(T* p, I a, I b) {
+    static_assert(sizeof(T) == 1);
+    p[0] = static_cast<T>(a);
+    p[1] = static_cast<T>(b);
+  }
   template <typename T>
   static void StoreLowPartial(T* p, I v, int count) {
     if (count > 0) *p = static_cast<T>(v);

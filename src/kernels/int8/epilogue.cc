@@ -16,16 +16,6 @@ EpilogueOutput EightBitOutput(DType type) {
   return type == DType::kInt8 ? EpilogueOutput::kInt8 : EpilogueOutput::kUInt8;
 }
 
-std::pair<int32_t, int32_t> EpilogueOutputRange(const Epilogue& e) {
-  const int32_t type_min = e.output == EpilogueOutput::kInt8 ? -128 : 0;
-  return {std::max(e.y_min, type_min), std::min(e.y_max, type_min + 255)};
-}
-
-std::pair<float, float> EpilogueFloatClamp(const Epilogue& e) {
-  const auto [lo, hi] = EpilogueOutputRange(e);
-  return {static_cast<float>(lo - e.zero_point), static_cast<float>(hi - e.zero_point)};
-}
-
 namespace {
 template <typename T>
 EpilogueOperand<T> OperandFromRow(EpilogueOperand<T> o, int64_t row0) {

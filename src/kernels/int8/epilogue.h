@@ -79,8 +79,15 @@ EpilogueOutput EightBitOutput(DType type);
 
 // An 8-bit epilogue's output bounds, [max(qmin, y_min), min(qmax, y_max)]
 // (empty when first > second), and its float clamp: those minus the zero point.
-std::pair<int32_t, int32_t> EpilogueOutputRange(const Epilogue& e);
-std::pair<float, float> EpilogueFloatClamp(const Epilogue& e);
+inline std::pair<int32_t, int32_t> EpilogueOutputRange(const Epilogue& e) {
+  const int32_t type_min = e.output == EpilogueOutput::kInt8 ? -128 : 0;
+  return {e.y_min > type_min ? e.y_min : type_min,
+          e.y_max < type_min + 255 ? e.y_max : type_min + 255};
+}
+inline std::pair<float, float> EpilogueFloatClamp(const Epilogue& e) {
+  const auto [lo, hi] = EpilogueOutputRange(e);
+  return {static_cast<float>(lo - e.zero_point), static_cast<float>(hi - e.zero_point)};
+}
 
 // The epilogue of a product's rows from row0 on, as a product of its own: the
 // per-row operands advanced by row0.
