@@ -97,16 +97,12 @@ struct Avx512 {
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(v));
   }
   // Two vectors of int32 lanes within 8-bit T's range, stored as 32 T: a's
-  // lanes, then b's.
+  // lanes, then b's (vpmovdb each: fewer operations than packing the pair).
   template <typename T>
   static void StoreNarrowPair(T* p, I a, I b) {
     static_assert(sizeof(T) == 1);
-    const __m512i words = _mm512_packs_epi32(a, b);  // per 128-bit lane i: a, b 4i..4i+3
-    const __m512i bytes =
-        std::is_signed_v<T> ? _mm512_packs_epi16(words, words) : _mm512_packus_epi16(words, words);
-    const __m512i ordered = _mm512_permutexvar_epi32(
-        _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 0, 4, 8, 12, 1, 5, 9, 13), bytes);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_castsi512_si256(ordered));
+    StoreLow(p, a);
+    StoreLow(p + kWidth, b);
   }
   template <typename T>
   static void StoreLowPartial(T* p, I v, int count) {
