@@ -204,18 +204,27 @@ BENCHMARK(BM_AttentionProducts)
     ->MinTime(0.3);
 
 // Every micro-kernel of the table (gemm_kernels.h) this CPU runs, alone: one
-// full tile (mr rows x nr columns) over k_groups groups of panels in L1 (256
-// k), finished to int32, repeated. What the driver's blocking adds on top is
-// BM_GemmS32's.
+// full tile (mr rows x nr columns) over K in groups of panels in L1, finished
+// to int32 (K 256: the accumulation loop) or to uint8 through a per-row
+// multiplier and bias, a convolution's finish (K 32: the finish weighs as much
+// as the loop), repeated. What the driver's blocking adds on top is BM_GemmS32's.
 void BM_MicroKernel(benchmark::State& state, const gemm::MicroKernel* kernel) {
-  const int64_t K = 256, groups = K / kernel->k_group;
+  const int64_t K = state.range(0), groups = K / kernel->k_group;
+  const bool requantized = state.range(1) != 0;
   const int value_bytes = gemm::ADomainBytes(kernel->a_domain);
   std::vector<uint8_t> a(
       static_cast<size_t>(kernel->mr) * (kernel->a_row_major ? K : K * value_bytes), 3);
   std::vector<int8_t> b(static_cast<size_t>(kernel->nr) * K, 5);
   std::vector<int32_t> out(static_cast<size_t>(kernel->mr) * kernel->nr);
-  const std::vector<int32_t> row_neg_sum(kernel->mr, 0);
-  const Epilogue e;
+  const std::vector<int32_t> row_neg_sum(kernel->mr, 0), bias(kernel->mr, 7);
+  const std::vector<float> multipliers(kernel->mr, 0.01f);
+  Epilogue e;
+  if (requantized) {
+    e.output = EpilogueOutput::kUInt8;
+    e.bias = {bias.data(), true, false};
+    e.multiplier = {multipliers.data(), true, false};
+    e.zero_point = 3;
+  }
   gemm::TileArgs t;
   t.a = a.data();
   t.a_ld = kernel->a_row_major ? K : 0;
@@ -239,6 +248,9 @@ const bool kMicroKernelsRegistered = [] {
     if (!IsaSupported(k.isa)) continue;
     benchmark::RegisterBenchmark((std::string("BM_MicroKernel/") + k.name).c_str(), BM_MicroKernel,
                                  &k)
+        ->Args({256, 0})
+        ->Args({32, 1})
+        ->ArgNames({"K", "uint8"})
         ->MinTime(0.2);
   }
   return true;
