@@ -79,6 +79,10 @@ EpilogueOutput EightBitOutput(DType type);
 
 // An 8-bit epilogue's output bounds, [max(qmin, y_min), min(qmax, y_max)]
 // (empty when first > second), and its float clamp: those minus the zero point.
+// Inline, for the micro-tiles' finish; internal linkage, because files compiled
+// for different instruction sets include this header and the linker must never
+// pick one file's copy for another.
+namespace {
 inline std::pair<int32_t, int32_t> EpilogueOutputRange(const Epilogue& e) {
   const int32_t type_min = e.output == EpilogueOutput::kInt8 ? -128 : 0;
   return {e.y_min > type_min ? e.y_min : type_min,
@@ -88,6 +92,7 @@ inline std::pair<float, float> EpilogueFloatClamp(const Epilogue& e) {
   const auto [lo, hi] = EpilogueOutputRange(e);
   return {static_cast<float>(lo - e.zero_point), static_cast<float>(hi - e.zero_point)};
 }
+}  // namespace
 
 // The epilogue of a product's rows from row0 on, as a product of its own: the
 // per-row operands advanced by row0.
