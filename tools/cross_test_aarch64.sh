@@ -39,7 +39,7 @@ for layer in core graph kernels ops; do
   mkdir -p "$OUT/layers/$layer"
   ln -sfn "$ROOT/src/$layer" "$OUT/layers/$layer/$layer"
 done
-sources=(src/core/*.cc src/kernels/isa.cc)
+sources=(src/core/*.cc src/kernels/*.cc)
 for f in src/kernels/int8/*.cc; do
   case $f in *_avx*) ;; *) sources+=("$f") ;; esac
 done

@@ -391,6 +391,7 @@ TEST(Int8Conv, PairedBOnTheVpmaddwdPaths) {
   }
 }
 
+#if defined(__x86_64__) || defined(_M_X64)
 // The AVX2 shifted-run packer (the paired words of the vpmaddwd kernels and
 // AVX-VNNI's 4-byte groups; phase planes for other strides) against the
 // baseline general packer, byte for byte: padded, dilated, strided and 1x1
@@ -462,7 +463,6 @@ TEST(Int8Conv, ShiftedRunPackersMatchTheGeneralPacker) {
   }
 }
 
-#if defined(__x86_64__) || defined(_M_X64)
 // The channel-vector depthwise path's rearrangement of x into 16-byte pixels
 // (conv_depthwise.h) against a scalar loop: every run length through the
 // 64-pixel steps and the 1-16-pixel tail, each channel count of a block, with
