@@ -183,7 +183,12 @@ void Gemm(const GemmPlan& plan, int64_t M, const Int8Operand& A, const GemmZeroP
   // One row panel reuses nothing across k blocks, so it takes K in one pass.
   const int64_t kc = m_panels == 1 ? kg : kernel.kc_groups;
   const bool k_blocks = kc < kg;  // the tiles keep partial sums between k blocks
-  const int64_t mc = std::max<int64_t>(1, kMcRows / mr);  // panels per block
+  // Row panels per block: at most kMcRows rows, the panels shared evenly by the
+  // blocks (128 rows of 6-row panels: 11 + 11 panels, not 21 + 1, which would
+  // leave one work item of two rows beside the whole product).
+  const int64_t max_mc = std::max<int64_t>(1, kMcRows / mr);
+  const int64_t fewest_m_blocks = (m_panels + max_mc - 1) / max_mc;
+  const int64_t mc = (m_panels + fewest_m_blocks - 1) / fewest_m_blocks;  // panels per block
   const int64_t m_blocks = (m_panels + mc - 1) / mc;
   // Column panels per block: kNcCols wide, narrower when that leaves too few blocks to
   // share out evenly (N=384 would split 8 + 4 panels over two threads).
@@ -209,8 +214,10 @@ void Gemm(const GemmPlan& plan, int64_t M, const Int8Operand& A, const GemmZeroP
       block = AlignToCacheLine(block_storage.data());
     }
     for (int64_t t = t0; t < t1; ++t) {
-      const int64_t mp0 = (t / n_blocks) * mc, mp1 = std::min(mp0 + mc, m_panels);
-      const int64_t np0 = (t % n_blocks) * nc, np1 = std::min(np0 + nc, n_panels);
+      // Row blocks vary fastest: a thread's contiguous share of the items then
+      // holds whole columns of blocks, so a short last row block is shared too.
+      const int64_t mp0 = (t % m_blocks) * mc, mp1 = std::min(mp0 + mc, m_panels);
+      const int64_t np0 = (t / m_blocks) * nc, np1 = std::min(np0 + nc, n_panels);
       const int64_t row0 = mp0 * mr, col0 = np0 * nr;
       for (int64_t g0 = 0; g0 < kg; g0 += kc) {
         const int64_t groups = std::min(kc, kg - g0);
