@@ -38,6 +38,14 @@ int32_t* AlignToCacheLine(int32_t* p) {
   return reinterpret_cast<int32_t*>((address + kCacheLine - 1) / kCacheLine * kCacheLine);
 }
 
+// The smallest block size that still covers `count` panels with the fewest
+// blocks of at most `largest`, so the last block is no sliver (22 panels in
+// blocks of at most 21: 11 + 11).
+int64_t EvenBlock(int64_t count, int64_t largest) {
+  const int64_t blocks = (count + largest - 1) / largest;
+  return (count + blocks - 1) / blocks;
+}
+
 bool SameLayout(const MicroKernel& a, const MicroKernel& b) {
   return a.nr == b.nr && a.k_group == b.k_group && a.b_domain == b.b_domain &&
          a.b_paired == b.b_paired;
@@ -185,13 +193,12 @@ void Gemm(const GemmPlan& plan, int64_t M, const Int8Operand& A, const GemmZeroP
   const bool k_blocks = kc < kg;  // the tiles keep partial sums between k blocks
   // Row panels per block: at most kMcRows rows, the panels shared evenly by the
   // blocks (128 rows of 6-row panels: 11 + 11 panels, not 21 + 1, which would
-  // leave one work item of two rows beside the whole product).
-  const int64_t max_mc = std::max<int64_t>(1, kMcRows / mr);
-  const int64_t fewest_m_blocks = (m_panels + max_mc - 1) / max_mc;
-  const int64_t mc = (m_panels + fewest_m_blocks - 1) / fewest_m_blocks;  // panels per block
+  // leave work items of two rows beside ones of 126).
+  const int64_t mc = EvenBlock(m_panels, std::max<int64_t>(1, kMcRows / mr));
   const int64_t m_blocks = (m_panels + mc - 1) / mc;
   // Column panels per block: kNcCols wide, narrower when that leaves too few blocks to
-  // share out evenly (N=384 would split 8 + 4 panels over two threads).
+  // share out evenly (N=384 would split 8 + 4 panels over two threads), the panels
+  // shared evenly too.
   int64_t nc = std::max<int64_t>(1, kNcCols / nr);
   if (const int threads = pool ? pool->num_threads() : 1; threads > 1) {
     const int64_t wanted_n_blocks = (4 * threads + m_blocks - 1) / m_blocks;
@@ -199,6 +206,7 @@ void Gemm(const GemmPlan& plan, int64_t M, const Int8Operand& A, const GemmZeroP
   } else if (m_panels == 1) {
     nc = n_panels;  // one row panel reuses no B panel: one work item
   }
+  nc = EvenBlock(n_panels, nc);
   const int64_t n_blocks = (n_panels + nc - 1) / nc;
   const int8_t* packed_b = b.data.data<int8_t>();
   // The partial sums' block: whole panels, rows a cache line longer than the
