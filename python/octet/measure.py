@@ -39,13 +39,25 @@ def cpu_model():
     return name
 
 
+def cpuid_masked_to_avx2():
+    """Whether tools/avx2_host.sh's library answers this process's cpuid as an AVX2-only
+    CPU's (/proc/cpuinfo then still lists the host's extensions)."""
+    try:
+        with open("/proc/self/maps") as f:
+            return any(line.rstrip().endswith("/cpuid_avx2.so") for line in f)
+    except OSError:
+        return False
+
+
 def isa_flags():
-    """The vector extensions of _FLAGS this CPU reports."""
+    """The vector extensions of _FLAGS this CPU reports (to this process)."""
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
                 if line.startswith("flags"):
                     flags = set(line.split(":", 1)[1].split())
+                    if cpuid_masked_to_avx2():
+                        flags &= {"avx2"}
                     return [flag for flag in _FLAGS if flag in flags]
     except OSError:
         pass
@@ -64,6 +76,8 @@ def host_line(octet_module=None):
     x86 vector extensions and octet's active instruction-set path (OCTET_ISA or the best)."""
     text = "%s, %d cores, flags %s" % (cpu_model(), os.cpu_count() or 1,
                                        " ".join(isa_flags()) or "none of " + ",".join(_FLAGS))
+    if cpuid_masked_to_avx2():
+        text += " (cpuid masked to AVX2 by tools/avx2_host.sh)"
     if octet_module is not None:
         text += "; octet path %s" % octet_module.active_isa()
     return text
