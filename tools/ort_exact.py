@@ -30,130 +30,24 @@ differs from the int64 product without VNNI, the u8 form never does.
 
 from __future__ import annotations
 
-import ctypes
 import functools
-import mmap
 import os
-import platform
 import subprocess
 import sys
 
 import numpy as np
 
+import measure
+
 # ---------------------------------------------------------------------------------------
-# The CPU as this process sees it
+# The CPU as this process sees it (measure.cpu_features: cpuid and XCR0 read in-process)
 
-
-_CPUID_CODE = bytes([
-    0x53,                    # push rbx
-    0x89, 0xF8,              # mov eax, edi      (leaf)
-    0x89, 0xF1,              # mov ecx, esi      (subleaf)
-    0x49, 0x89, 0xD0,        # mov r8, rdx       (out)
-    0x0F, 0xA2,              # cpuid
-    0x41, 0x89, 0x00,        # mov [r8], eax
-    0x41, 0x89, 0x58, 0x04,  # mov [r8+4], ebx
-    0x41, 0x89, 0x48, 0x08,  # mov [r8+8], ecx
-    0x41, 0x89, 0x50, 0x0C,  # mov [r8+12], edx
-    0x5B,                    # pop rbx
-    0xC3,                    # ret
-])
-_XGETBV_CODE = bytes([
-    0x89, 0xF9,              # mov ecx, edi
-    0x0F, 0x01, 0xD0,        # xgetbv
-    0x48, 0xC1, 0xE2, 0x20,  # shl rdx, 32
-    0x48, 0x09, 0xD0,        # or rax, rdx
-    0xC3,                    # ret
-])
-
-
-@functools.lru_cache(maxsize=None)
-def _machine_code():
-    """(cpuid, xgetbv) callables from an executable page, or None where that is refused."""
-    try:
-        page = mmap.mmap(-1, mmap.PAGESIZE, prot=mmap.PROT_READ | mmap.PROT_WRITE |
-                         mmap.PROT_EXEC)
-    except (OSError, AttributeError):
-        return None
-    page.write(_CPUID_CODE + _XGETBV_CODE)
-    address = ctypes.addressof(ctypes.c_char.from_buffer(page))
-    cpuid = ctypes.CFUNCTYPE(None, ctypes.c_uint32, ctypes.c_uint32,
-                             ctypes.POINTER(ctypes.c_uint32))(address)
-    xgetbv = ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_uint32)(address + len(_CPUID_CODE))
-    return page, cpuid, xgetbv
-
-
-def _cpuid(leaf, subleaf=0):
-    _, call, _ = _machine_code()
-    out = (ctypes.c_uint32 * 4)()
-    call(leaf, subleaf, out)
-    return tuple(out)
-
-
-def _cpu_brand():
-    if _cpuid(0x80000000)[0] < 0x80000004:
-        return ""
-    raw = b"".join(int(r).to_bytes(4, "little") for leaf in range(0x80000002, 0x80000005)
-                   for r in _cpuid(leaf))
-    return raw.split(b"\0")[0].decode("ascii", "replace").strip()
-
-
-@functools.lru_cache(maxsize=None)
-def cpu_features() -> dict:
-    """The x86 features that decide ONNX Runtime's and octet's integer kernels, from cpuid
-    and XCR0 in this process: {"source", "cpu", "isa": [...]}. Off x86-64, or where no
-    executable page can be mapped, the flags of /proc/cpuinfo (source says which)."""
-    if platform.machine() not in ("x86_64", "AMD64") or _machine_code() is None:
-        return _cpuinfo_features()
-    _, _, ecx1, _ = _cpuid(1)
-    flags = []
-    if ecx1 & (1 << 27) and ecx1 & (1 << 28):  # OSXSAVE, AVX
-        flags += [f for f, bit in (("fma", 12), ("f16c", 29)) if ecx1 & (1 << bit)]
-        xcr0 = _machine_code()[2](0)
-        os_ymm, os_zmm = (xcr0 & 0x6) == 0x6, (xcr0 & 0xE6) == 0xE6
-        if _cpuid(0)[0] >= 7:
-            max_subleaf, ebx7, ecx7, _ = _cpuid(7, 0)
-            eax71, _, _, edx71 = _cpuid(7, 1) if max_subleaf >= 1 else (0, 0, 0, 0)
-            bits = {"avx2": ebx7 >> 5, "avx512f": ebx7 >> 16, "avx512dq": ebx7 >> 17,
-                    "avx512bw": ebx7 >> 30, "avx512vl": ebx7 >> 31, "avx512_vnni": ecx7 >> 11,
-                    "avx_vnni": eax71 >> 4, "avx_vnni_int8": edx71 >> 4}
-            have = {k for k, v in bits.items() if v & 1}
-            if os_ymm:
-                flags += [f for f in ("avx2", "avx_vnni", "avx_vnni_int8") if f in have]
-            if os_zmm:
-                flags += [f for f in ("avx512f", "avx512bw", "avx512dq", "avx512vl",
-                                      "avx512_vnni") if f in have]
-    return {"source": "cpuid", "machine": platform.machine(), "cpu": _cpu_brand(),
-            "isa": [f for f in _ORDER if f in flags]}
-
-
-_ORDER = ("avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512_vnni",
-          "avx_vnni", "avx_vnni_int8")
-
-
-def _cpuinfo_features():
-    flags, cpu = set(), platform.processor()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("flags") and not flags:
-                    flags = set(line.split(":", 1)[1].split())
-                elif line.startswith("model name") and not cpu:
-                    cpu = line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return {"source": "/proc/cpuinfo", "machine": platform.machine(), "cpu": cpu,
-            "isa": [f for f in _ORDER if f in flags]}
+cpu_features = measure.cpu_features
 
 
 def ort_u8s8_exact(features: dict | None = None) -> bool:
-    """True where ORT's u8 x s8 kernel is exact: off x86 (Arm SDOT, portable C), and on x86
-    with AVX-512 VNNI (with the AVX-512 core set MLAS requires) or AVX-VNNI."""
-    features = features or cpu_features()
-    if features.get("machine") not in ("x86_64", "AMD64"):
-        return True
-    isa = set(features.get("isa", []))
-    return {"avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512_vnni"} <= isa or \
-        "avx_vnni" in isa
+    """True where ORT's u8 x s8 kernel is exact (measure.ort_u8s8_saturates's rule)."""
+    return not measure.ort_u8s8_saturates(features)
 
 
 def octet_isas(features: dict | None = None) -> list[str]:

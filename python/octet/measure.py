@@ -3,13 +3,18 @@
 One timer (`time_round`: wall clock and process CPU time per call), one alternation scheme
 (`alternate`: every round runs each engine once, in the same order, after a warm-up), one
 peak-RSS probe (`peak_rss`: a fresh process per engine), one statistics summary (`summary`),
-one ONNX Runtime configuration (`ort_session`) and the host line (`host_line`).
+one ONNX Runtime configuration (`ort_session`) and the host line (`host_line`), with the CPU
+as this process's cpuid reports it (`cpu_features`: what picks ONNX Runtime's and octet's
+kernels, under an emulator or tools/avx2_host.sh too).
 
 This module imports neither octet's engine nor onnxruntime at import time, so the scripts
 under tools/ can load it by path (tools/measure.py) whichever octet they time.
 """
 
+import ctypes
+import functools
 import json
+import mmap
 import os
 import platform
 import subprocess
@@ -39,36 +44,135 @@ def cpu_model():
     return name
 
 
-def cpuid_masked_to_avx2():
-    """Whether tools/avx2_host.sh's library answers this process's cpuid as an AVX2-only
-    CPU's (/proc/cpuinfo then still lists the host's extensions)."""
+
+
+_CPUID_CODE = bytes([
+    0x53,                    # push rbx
+    0x89, 0xF8,              # mov eax, edi      (leaf)
+    0x89, 0xF1,              # mov ecx, esi      (subleaf)
+    0x49, 0x89, 0xD0,        # mov r8, rdx       (out)
+    0x0F, 0xA2,              # cpuid
+    0x41, 0x89, 0x00,        # mov [r8], eax
+    0x41, 0x89, 0x58, 0x04,  # mov [r8+4], ebx
+    0x41, 0x89, 0x48, 0x08,  # mov [r8+8], ecx
+    0x41, 0x89, 0x50, 0x0C,  # mov [r8+12], edx
+    0x5B,                    # pop rbx
+    0xC3,                    # ret
+])
+_XGETBV_CODE = bytes([
+    0x89, 0xF9,              # mov ecx, edi
+    0x0F, 0x01, 0xD0,        # xgetbv
+    0x48, 0xC1, 0xE2, 0x20,  # shl rdx, 32
+    0x48, 0x09, 0xD0,        # or rax, rdx
+    0xC3,                    # ret
+])
+
+
+@functools.lru_cache(maxsize=None)
+def _machine_code():
+    """(cpuid, xgetbv) callables from an executable page, or None where that is refused."""
     try:
-        with open("/proc/self/maps") as f:
-            return any(line.rstrip().endswith("/cpuid_avx2.so") for line in f)
-    except OSError:
-        return False
+        page = mmap.mmap(-1, mmap.PAGESIZE, prot=mmap.PROT_READ | mmap.PROT_WRITE |
+                         mmap.PROT_EXEC)
+    except (OSError, AttributeError):
+        return None
+    page.write(_CPUID_CODE + _XGETBV_CODE)
+    address = ctypes.addressof(ctypes.c_char.from_buffer(page))
+    cpuid = ctypes.CFUNCTYPE(None, ctypes.c_uint32, ctypes.c_uint32,
+                             ctypes.POINTER(ctypes.c_uint32))(address)
+    xgetbv = ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_uint32)(address + len(_CPUID_CODE))
+    return page, cpuid, xgetbv
 
 
-def isa_flags():
-    """The vector extensions of _FLAGS this CPU reports (to this process)."""
+def _cpuid(leaf, subleaf=0):
+    _, call, _ = _machine_code()
+    out = (ctypes.c_uint32 * 4)()
+    call(leaf, subleaf, out)
+    return tuple(out)
+
+
+def _cpu_brand():
+    if _cpuid(0x80000000)[0] < 0x80000004:
+        return ""
+    raw = b"".join(int(r).to_bytes(4, "little") for leaf in range(0x80000002, 0x80000005)
+                   for r in _cpuid(leaf))
+    return raw.split(b"\0")[0].decode("ascii", "replace").strip()
+
+
+@functools.lru_cache(maxsize=None)
+def cpu_features() -> dict:
+    """The x86 features that decide ONNX Runtime's and octet's integer kernels, from cpuid
+    and XCR0 in this process: {"source", "cpu", "isa": [...]}. Off x86-64, or where no
+    executable page can be mapped, the flags of /proc/cpuinfo (source says which)."""
+    if platform.machine() not in ("x86_64", "AMD64") or _machine_code() is None:
+        return _cpuinfo_features()
+    _, _, ecx1, _ = _cpuid(1)
+    flags = []
+    if ecx1 & (1 << 27) and ecx1 & (1 << 28):  # OSXSAVE, AVX
+        flags += [f for f, bit in (("fma", 12), ("f16c", 29)) if ecx1 & (1 << bit)]
+        xcr0 = _machine_code()[2](0)
+        os_ymm, os_zmm = (xcr0 & 0x6) == 0x6, (xcr0 & 0xE6) == 0xE6
+        if _cpuid(0)[0] >= 7:
+            max_subleaf, ebx7, ecx7, edx7 = _cpuid(7, 0)
+            eax71, _, _, edx71 = _cpuid(7, 1) if max_subleaf >= 1 else (0, 0, 0, 0)
+            bits = {"avx2": ebx7 >> 5, "avx512f": ebx7 >> 16, "avx512dq": ebx7 >> 17,
+                    "avx512bw": ebx7 >> 30, "avx512vl": ebx7 >> 31, "avx512_vnni": ecx7 >> 11,
+                    "avx_vnni": eax71 >> 4, "avx_vnni_int8": edx71 >> 4, "amx_int8": edx7 >> 25}
+            have = {k for k, v in bits.items() if v & 1}
+            if os_ymm:
+                flags += [f for f in ("avx2", "avx_vnni", "avx_vnni_int8") if f in have]
+            if os_zmm:
+                flags += [f for f in ("avx512f", "avx512bw", "avx512dq", "avx512vl",
+                                      "avx512_vnni") if f in have]
+            if (xcr0 & 0x60000) == 0x60000 and "amx_int8" in have:  # XTILECFG, XTILEDATA
+                flags.append("amx_int8")
+    return {"source": "cpuid", "machine": platform.machine(), "cpu": _cpu_brand(),
+            "isa": [f for f in _ORDER if f in flags]}
+
+
+_ORDER = ("avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512_vnni",
+          "avx_vnni", "avx_vnni_int8", "amx_int8")
+
+
+def _cpuinfo_features():
+    flags, cpu = set(), platform.processor()
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
-                if line.startswith("flags"):
+                if line.startswith("flags") and not flags:
                     flags = set(line.split(":", 1)[1].split())
-                    if cpuid_masked_to_avx2():
-                        flags &= {"avx2"}
-                    return [flag for flag in _FLAGS if flag in flags]
+                elif line.startswith("model name") and not cpu:
+                    cpu = line.split(":", 1)[1].strip()
     except OSError:
         pass
-    return []
+    return {"source": "/proc/cpuinfo", "machine": platform.machine(), "cpu": cpu,
+            "isa": [f for f in _ORDER if f in flags]}
 
 
-def ort_u8s8_saturates():
-    """Whether ONNX Runtime's x86 u8 x s8 kernels saturate here: without VNNI they sum
-    pairs of products in 16 bits (vpmaddubsw)."""
-    return platform.machine().lower() in ("x86_64", "amd64") and \
-        not {"avx512_vnni", "avx_vnni"} & set(isa_flags())
+def isa_flags(features: dict | None = None):
+    """The vector extensions of _FLAGS this process's cpuid reports: what picks ONNX
+    Runtime's and octet's kernels here (an emulator's or tools/avx2_host.sh's CPU, not the
+    host's, when either answers cpuid)."""
+    isa = set((features or cpu_features())["isa"])
+    return [flag for flag in _FLAGS if flag in isa]
+
+
+def flags_cpuid_hides():
+    """Extensions /proc/cpuinfo lists that this process's cpuid does not report."""
+    listed = set(_cpuinfo_features()["isa"])
+    return [flag for flag in _FLAGS if flag in listed and flag not in isa_flags()]
+
+
+def ort_u8s8_saturates(features: dict | None = None):
+    """Whether ONNX Runtime's x86 u8 x s8 kernels saturate here: without AVX-512 VNNI (with
+    the AVX-512 core set MLAS requires) or AVX-VNNI they sum pairs of products in 16 bits
+    (vpmaddubsw). Off x86 (Arm SDOT, portable C) they are exact."""
+    features = features or cpu_features()
+    if features.get("machine") not in ("x86_64", "AMD64"):
+        return False
+    isa = set(features.get("isa", []))
+    return not ({"avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512_vnni"} <= isa or
+                "avx_vnni" in isa)
 
 
 def host_line(octet_module=None):
@@ -76,8 +180,8 @@ def host_line(octet_module=None):
     x86 vector extensions and octet's active instruction-set path (OCTET_ISA or the best)."""
     text = "%s, %d cores, flags %s" % (cpu_model(), os.cpu_count() or 1,
                                        " ".join(isa_flags()) or "none of " + ",".join(_FLAGS))
-    if cpuid_masked_to_avx2():
-        text += " (cpuid masked to AVX2 by tools/avx2_host.sh)"
+    if hidden := flags_cpuid_hides():
+        text += " (cpuid here hides %s, which /proc/cpuinfo lists)" % " ".join(hidden)
     if octet_module is not None:
         text += "; octet path %s" % octet_module.active_isa()
     return text
