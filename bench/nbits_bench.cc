@@ -68,8 +68,8 @@ void BM_NBitsGemv(benchmark::State& state) {
       benchmark::Counter(2e-9 * M * K * N, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-// The float GEMM on the same shapes, B dequantized beforehand: the bound of the
-// kFloat arithmetic from kGemmMinRows rows.
+// The float GEMM on the same shapes, B dequantized beforehand: what the kFloat
+// arithmetic's rows would cost with float weights.
 void BM_SgemmSameShape(benchmark::State& state) {
   const int64_t M = state.range(0), K = state.range(1), N = state.range(2);
   std::mt19937 rng(42);

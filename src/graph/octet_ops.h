@@ -130,9 +130,10 @@ inline constexpr const char* kInt8DynamicMatMulOp = "Int8DynamicMatMul";
 
 // octet.BlockedDqMatMul(x, w, scale, zero_point?) (rewrite/qdq_nbits.h,
 // ops/matmul_nbits.cc) = MatMul(x, DequantizeLinear(w, scale, zero_point,
-// axis=0, block_size)) with the same bits: y[m, n] is the fma chain over k from
-// +0 of x[m, k] * w'[k, n], w' = (float(w) - float(zp)) * scale[k / block_size, n]
-// (kernels/nbits/nbits.h, kFloat), and the float weights are never made. x
+// axis=0, block_size)) in float, in the 4-bit kernel's order (kernels/nbits/nbits.h,
+// kFloat: the codes' products per block, the zero point and the scale once per
+// block; another rounding than the pair node by node), and the float weights are
+// never made. x
 // float [..., K]; w int4/uint4 constant [K, N]; scale float32 constant
 // [ceil(K / block_size), N]; zero_point optional (0), w's type, scale's shape.
 // Attribute block_size (a power of two >= 16). Attribute accuracy_level=4 (the

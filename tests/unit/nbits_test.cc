@@ -99,7 +99,7 @@ TEST_P(NBitsIsaTest, MatchesTheReferenceBitForBit) {
       for (int64_t K : {bs, 3 * bs, bs + 5, 2 * bs - 1, int64_t{1}}) {
         // N: one column, part of a panel, a panel, a group of 3 panels, groups of 4 and 3.
         for (int64_t N : {1, 7, 16, 33, 100}) {
-          // M 9: the float arithmetic's GEMM form (kGemmMinRows).
+          // M 9: three tiles of rows, the last of one row.
           for (int64_t M : {0, 1, 2, 3, 4, 5, 9}) {
             for (int zero_mode : {-1, -2, -3, 0, 15}) {
               // The int8 arithmetic refuses float zero points (NBits.Refusals).
@@ -120,9 +120,8 @@ TEST_P(NBitsIsaTest, MatchesTheReferenceBitForBit) {
 TEST_P(NBitsIsaTest, ThreadCountsGiveTheSameBytes) {
   ThreadPool two(2), three(3);
   for (NBitsArithmetic arith : {NBitsArithmetic::kFloat, NBitsArithmetic::kInt8}) {
-    // 14 panels: the threads' shares end inside groups of panels. M 20 and 40: the
-    // float arithmetic's GEMM form, its 4 groups also split by rows (a partial last
-    // panel; with 3 threads a block past the last row).
+    // 14 panels: the threads' shares end inside groups of panels; M 5, 20 and 40: a
+    // partial last tile of rows, whole tiles, many.
     for (int64_t M : {5, 20, 40}) {
       const Case c = MakeCase(M, 640, 211, 32, -2, true, 99);
       const std::vector<float> one = RunPacked(c, arith, GetParam(), nullptr);
@@ -134,7 +133,7 @@ TEST_P(NBitsIsaTest, ThreadCountsGiveTheSameBytes) {
 }
 
 // y's columns written to three matrices of their own (products of one input run as one),
-// at one row, a few and the float arithmetic's GEMM form, on one and two threads.
+// at one row, a few and many, on one and two threads.
 TEST_P(NBitsIsaTest, OutputColumnRanges) {
   ThreadPool two(2);
   const std::vector<int64_t> widths = {64, 128, 7};
@@ -189,28 +188,22 @@ TEST_P(NBitsIsaTest, Int8QuantizationEdgeCases) {
                         Reference(c, NBitsArithmetic::kInt8)));
 }
 
-// The float arithmetic's scales at their edges: negative, zero, a normal scale
-// whose sixteenth is subnormal but exact, and (second case) subnormal scales whose
-// sixteenth rounds, which rule out the kernels' in-place unpacking of high codes.
-TEST_P(NBitsIsaTest, FloatScalesAtTheirEdges) {
-  for (bool rounding_sixteenths : {false, true}) {
-    for (int zero_mode : {-1, -2}) {
-      Case c = MakeCase(3, 200, 40, 32, zero_mode, true, 17);
-      for (size_t i = 0; i < c.scales.size(); ++i) {
-        if (i % 5 == 1) c.scales[i] = -c.scales[i];
-        if (i % 7 == 2) c.scales[i] = 0.f;
-        if (i % 11 == 3) c.scales[i] = std::ldexp(1.5f, -126);
-        if (rounding_sixteenths && i % 13 == 4)
-          c.scales[i] = 3 * std::numeric_limits<float>::denorm_min();
-      }
-      const PackedNBits w =
-          PackNBits(c.q.data(), c.scales.data(), c.has_zero ? c.zero.data() : nullptr, c.K, c.N,
-                    c.block_size, NBitsArithmetic::kFloat);
-      EXPECT_EQ(w.exact_sixteenth_scales, !rounding_sixteenths);
-      EXPECT_TRUE(SameBytes(RunPacked(c, NBitsArithmetic::kFloat, GetParam(), nullptr),
-                            Reference(c, NBitsArithmetic::kFloat)))
-          << rounding_sixteenths << " " << zero_mode;
+// The float arithmetic's scales and activations at their edges: negative, zero
+// and subnormal scales; an infinity and a NaN in A (the block's sum carries them).
+TEST_P(NBitsIsaTest, FloatEdges) {
+  for (int zero_mode : {-1, -2, -3}) {
+    Case c = MakeCase(5, 200, 40, 32, zero_mode, true, 17);
+    for (size_t i = 0; i < c.scales.size(); ++i) {
+      if (i % 5 == 1) c.scales[i] = -c.scales[i];
+      if (i % 7 == 2) c.scales[i] = 0.f;
+      if (i % 11 == 3) c.scales[i] = std::ldexp(1.5f, -126);
+      if (i % 13 == 4) c.scales[i] = 3 * std::numeric_limits<float>::denorm_min();
     }
+    c.a[3 * c.K + 40] = std::numeric_limits<float>::infinity();
+    c.a[4 * c.K + 70] = std::numeric_limits<float>::quiet_NaN();
+    EXPECT_TRUE(SameBytes(RunPacked(c, NBitsArithmetic::kFloat, GetParam(), nullptr),
+                          Reference(c, NBitsArithmetic::kFloat)))
+        << zero_mode;
   }
 }
 
@@ -220,22 +213,25 @@ INSTANTIATE_TEST_SUITE_P(Paths, NBitsIsaTest, ::testing::ValuesIn(kAllIsas),
                          });
 
 // The reference on products whose value is known: the float arithmetic within
-// the fma chain's error of the exact (double) product, and the int8 arithmetic on
-// A of integers with amax 127, which it quantizes to themselves (s_a = 1).
+// its error bound of the exact (double) product (block_size + k_blocks + 2
+// roundings over sum |a| |s| (q + |zp|)), and the int8 arithmetic on A of
+// integers with amax 127, which it quantizes to themselves (s_a = 1).
 TEST(NBitsReference, FloatArithmeticIsTheDequantizedProduct) {
-  const Case c = MakeCase(3, 77, 5, 32, -2, false, 7);
-  const std::vector<float> y = Reference(c, NBitsArithmetic::kFloat);
-  for (int64_t m = 0; m < c.M; ++m) {
-    for (int64_t n = 0; n < c.N; ++n) {
-      double exact = 0, magnitude = 0;
-      for (int64_t k = 0; k < c.K; ++k) {
-        const int64_t b = k / c.block_size;
-        const double w = (c.q[n * c.K + k] - c.zero[n * c.k_blocks() + b]) *
-                         double{c.scales[n * c.k_blocks() + b]};
-        exact += c.a[m * c.K + k] * w;
-        magnitude += std::fabs(c.a[m * c.K + k] * w);
+  for (int zero_mode : {-2, -3}) {
+    const Case c = MakeCase(3, 77, 5, 32, zero_mode, false, 7);
+    const std::vector<float> y = Reference(c, NBitsArithmetic::kFloat);
+    for (int64_t m = 0; m < c.M; ++m) {
+      for (int64_t n = 0; n < c.N; ++n) {
+        double exact = 0, magnitude = 0;
+        for (int64_t k = 0; k < c.K; ++k) {
+          const int64_t b = k / c.block_size;
+          const double s = c.scales[n * c.k_blocks() + b], zero = c.zero[n * c.k_blocks() + b];
+          exact += c.a[m * c.K + k] * (c.q[n * c.K + k] - zero) * s;
+          magnitude += std::fabs(c.a[m * c.K + k] * s) * (c.q[n * c.K + k] + std::fabs(zero));
+        }
+        const double roundings = static_cast<double>(c.block_size + c.k_blocks() + 2);
+        EXPECT_NEAR(y[m * c.N + n], exact, roundings * std::ldexp(1.0, -23) * magnitude);
       }
-      EXPECT_NEAR(y[m * c.N + n], exact, c.K * std::ldexp(1.0, -23) * magnitude);
     }
   }
 }

@@ -5,7 +5,6 @@
 
 #include "core/error.h"
 #include "core/thread_pool.h"
-#include "kernels/float/sgemm.h"
 #include "kernels/nbits/nbits_kernels.h"
 
 namespace octet {
@@ -27,35 +26,33 @@ namespace {
 
 // The statement the vector paths are tested against: plain loops in the
 // contract's order.
-void FloatPanelScalar(const PackedNBits& w, int64_t panel, int panels, int rows, const float* a,
-                      int64_t lda, float* acc) {
+void FloatPanelScalar(const PackedNBits& w, int64_t panel, int panels, int rows,
+                      const SummedRows& a, float* acc) {
+  const int64_t block_octets = w.block_size / kNBitsStepK;
   for (int i = 0; i < panels; ++i) {
     const PanelOperands op = OperandsOf(w, panel + i);
     float* acc_i = acc + i * kNBitsPanel;
     for (int r = 0; r < rows; ++r) std::fill_n(acc_i + r * kNBitsAccRow, kNBitsPanel, 0.f);
-    for (int64_t k = 0; k < w.K; ++k) {
-      const int64_t b = k / w.block_size;
-      const int shift = (k & 1) * 4;
-      for (int j = 0; j < kNBitsPanel; ++j) {
-        const int q = (op.data[(k / 2) * op.data_stride + j] >> shift) & 15;
-        const int64_t at = b * op.stride + j;
-        const float zero = op.zero_codes ? op.zero_codes[at] : op.zero_points[at];
-        const float wv = (static_cast<float>(q) - zero) * op.scales[at];
-        for (int r = 0; r < rows; ++r)
-          acc_i[r * kNBitsAccRow + j] = std::fma(a[r * lda + k], wv, acc_i[r * kNBitsAccRow + j]);
+    for (int64_t b = 0; b < w.k_blocks; ++b) {
+      const int64_t o1 = std::min(w.k_steps, (b + 1) * block_octets);
+      for (int r = 0; r < rows; ++r) {
+        for (int j = 0; j < kNBitsPanel; ++j) {
+          float low = 0.f, high = 0.f;
+          for (int64_t o = b * block_octets; o < o1; ++o) {
+            const float* ar = a.values + r * a.row_length + o * kNBitsStepK;
+            for (int t = 0; t < 4; ++t) {
+              const uint8_t byte = op.data[o * op.data_stride + 4 * j + t];
+              low = std::fma(ar[t], static_cast<float>(byte & 15), low);
+              high = std::fma(ar[4 + t], static_cast<float>(byte >> 4), high);
+            }
+          }
+          const int64_t at = b * op.stride + j;
+          const float zero = op.zero_codes ? op.zero_codes[at] : op.zero_points[at];
+          const float u = std::fma(-zero, a.sums[r * w.k_blocks + b], low + high);
+          float& c = acc_i[r * kNBitsAccRow + j];
+          c = std::fma(u, op.scales[at], c);
+        }
       }
-    }
-  }
-}
-
-void DequantizePanelScalar(const PackedNBits& w, int64_t panel, float* b, int64_t ldb) {
-  const PanelOperands op = OperandsOf(w, panel);
-  for (int64_t k = 0; k < w.K; ++k) {
-    for (int j = 0; j < kNBitsPanel; ++j) {
-      const int q = (op.data[(k / 2) * op.data_stride + j] >> (k & 1) * 4) & 15;
-      const int64_t at = k / w.block_size * op.stride + j;
-      const float zero = op.zero_codes ? op.zero_codes[at] : op.zero_points[at];
-      b[k * ldb + j] = (static_cast<float>(q) - zero) * op.scales[at];
     }
   }
 }
@@ -72,7 +69,7 @@ void Int8PanelScalar(const PackedNBits& w, int64_t panel, int panels, int rows,
         for (int j = 0; j < kNBitsPanel; ++j) {
           int32_t dot = 0;
           for (int64_t k = b * w.block_size; k < k1; ++k) {
-            const uint8_t byte = op.data[(k / 8) * op.data_stride + 4 * j + k % 4];
+            const uint8_t byte = op.data[(k / kNBitsStepK) * op.data_stride + 4 * j + k % 4];
             dot += a.values[r * a.row_length + k] * ((byte >> (k % 8 / 4 * 4)) & 15);
           }
           const int64_t at = b * op.stride + j;
@@ -88,13 +85,6 @@ void Int8PanelScalar(const PackedNBits& w, int64_t panel, int panels, int rows,
 
 // Below this many multiply-adds the pool's hand-off costs more than it saves.
 constexpr int64_t kParallelMinMacs = int64_t{1} << 18;
-
-// From this many rows the kFloat product dequantizes each group of panels once
-// and runs the float GEMM on it (the same fma chains), instead of unpacking the
-// weights again for every kNBitsRows rows.
-constexpr int64_t kGemmMinRows = 8;
-// Work items per thread the float GEMM path aims for (rows are split to reach it).
-constexpr int64_t kItemsPerThread = 4;
 
 const PanelKernels& KernelsFor(Isa isa) {
 #if defined(__x86_64__) || defined(_M_X64)
@@ -126,11 +116,41 @@ void QuantizeBlockScalar(const float* a, int64_t count, int8_t* q, int32_t* sum,
 }
 
 constinit const PanelKernels kScalarPanels = {FloatPanelScalar, Int8PanelScalar,
-                                              QuantizeBlockScalar, DequantizePanelScalar};
+                                              QuantizeBlockScalar};
 
 }  // namespace nbits
 
 namespace {
+
+// A's rows for the kFloat kernels: read in place when K is whole octets, else
+// copied with zeros up to the last octet; and each block's sum in increasing k.
+struct FloatA {
+  std::vector<float> padded;
+  std::vector<float> sums;
+  nbits::SummedRows rows;
+};
+
+FloatA PrepareFloatRows(const float* a, int64_t M, int64_t lda, int64_t K, int64_t block_size,
+                        int64_t k_blocks, int64_t row_length) {
+  FloatA f;
+  f.rows = {a, lda, nullptr};
+  if (row_length != K) {
+    f.padded.assign(M * row_length, 0.f);
+    for (int64_t m = 0; m < M; ++m) std::copy_n(a + m * lda, K, f.padded.begin() + m * row_length);
+    f.rows = {f.padded.data(), row_length, nullptr};
+  }
+  f.sums.resize(M * k_blocks);
+  for (int64_t m = 0; m < M; ++m) {
+    for (int64_t b = 0; b < k_blocks; ++b) {
+      float sum = 0.f;
+      for (int64_t k = b * block_size; k < std::min(K, (b + 1) * block_size); ++k)
+        sum += a[m * lda + k];
+      f.sums[m * k_blocks + b] = sum;
+    }
+  }
+  f.rows.sums = f.sums.data();
+  return f;
+}
 
 struct QuantizedA {
   std::vector<int8_t> values;
@@ -175,10 +195,7 @@ PackedNBits PackNBits(const uint8_t* q, const float* scales, const float* zero_p
   w.k_blocks = (K + block_size - 1) / block_size;
   w.panels = (N + kNBitsPanel - 1) / kNBitsPanel;
   w.arithmetic = arithmetic;
-  const bool int8 = arithmetic == NBitsArithmetic::kInt8;
-  w.step_k = int8 ? 8 : 2;
-  w.step_bytes = kNBitsPanel * w.step_k / 2;
-  w.k_steps = (K + w.step_k - 1) / w.step_k;
+  w.k_steps = (K + kNBitsStepK - 1) / kNBitsStepK;
   bool codes = true;
   for (int64_t i = 0; zero_points && codes && i < N * w.k_blocks; ++i) {
     const float zero = zero_points[i];
@@ -188,11 +205,9 @@ PackedNBits PackNBits(const uint8_t* q, const float* scales, const float* zero_p
                 "[0, 15], got ",
                 zero);
   }
-  w.exact_sixteenth_scales =
-      std::all_of(scales, scales + N * w.k_blocks, [](float s) { return s / 16.f * 16.f == s; });
   const WeightAllocator<uint8_t> bytes(arena);
   const WeightAllocator<float> floats(arena);
-  w.data = WeightVector<uint8_t>(w.panels * w.k_steps * w.step_bytes, 0, bytes);
+  w.data = WeightVector<uint8_t>(w.panels * w.k_steps * kNBitsStepBytes, 0, bytes);
   const int64_t params = w.panels * w.k_blocks * kNBitsPanel;
   w.scales = WeightVector<float>(params, 0.f, floats);
   if (codes)
@@ -207,11 +222,9 @@ PackedNBits PackNBits(const uint8_t* q, const float* scales, const float* zero_p
     for (int64_t k = 0; k < K; ++k) {
       const uint8_t v = q[n * K + k];
       OCTET_CHECK(v < 16, "4-bit matmul: weight value ", int{v}, " is not a 4-bit value");
-      // kFloat: byte j of pair k / 2; kInt8: byte 4 j + k % 4 of octet k / 8.
-      const int64_t at =
-          int8 ? (k / 8) * op.data_stride + 4 * j + k % 4 : (k / 2) * op.data_stride + j;
-      const int shift = int8 ? k % 8 / 4 * 4 : k % 2 * 4;
-      w.data[data_at + at] |= static_cast<uint8_t>(v << shift);
+      // Byte 4 j + k % 4 of octet k / 8, the low nibble for k % 8 < 4.
+      const int64_t at = (k / kNBitsStepK) * op.data_stride + 4 * j + k % 4;
+      w.data[data_at + at] |= static_cast<uint8_t>(v << (k % kNBitsStepK / 4 * 4));
     }
     for (int64_t b = 0; b < w.k_blocks; ++b) {
       const int64_t at = params_at + b * op.stride;
@@ -235,69 +248,12 @@ void NBitsMatMul(const PackedNBits& w, int64_t M, const float* a, int64_t lda, c
   const nbits::PanelKernels& kernels = nbits::KernelsFor(isa);
   const bool int8 = w.arithmetic == NBitsArithmetic::kInt8;
   const bool parallel = pool != nullptr && M * w.K * w.N >= nbits::kParallelMinMacs;
-  if (!int8 && M >= nbits::kGemmMinRows) {
-    const int64_t groups = (w.panels + kNBitsGroup - 1) / kNBitsGroup;
-    const SgemmPacked a_packed = SgemmPackA(a, M, w.K, lda, SgemmPathFor(isa));
-    // Work items are (group, block of rows): the rows are split too, in whole panels of
-    // the packed A, until every thread has about kItemsPerThread items and the same
-    // number of them (the pool gives each thread one contiguous share of the items).
-    const int64_t panel_rows = a_packed.panel, row_panels = (M + panel_rows - 1) / panel_rows;
-    const int64_t threads = parallel ? pool->num_threads() : 1;
-    int64_t row_blocks = 1;
-    while (row_blocks < row_panels && (groups * row_blocks < nbits::kItemsPerThread * threads ||
-                                       groups * row_blocks % threads != 0))
-      ++row_blocks;
-    const int64_t panels_per_block = (row_panels + row_blocks - 1) / row_blocks;
-    auto run_items = [&](int64_t item0, int64_t item1) {
-      // A group's weights, dequantized straight into the GEMM's packed B when its
-      // panels are whole panels of ours (else row-major, which the GEMM packs).
-      SgemmPacked b = SgemmAllocatePackedB(w.K, nbits::kNBitsAccRow, a_packed.path);
-      const bool b_packed = b.panel % kNBitsPanel == 0;
-      int64_t dequantized = -1;  // the group b holds
-      for (int64_t item = item0; item < item1; ++item) {
-        const int64_t g = item / row_blocks, first_panel = item % row_blocks * panels_per_block;
-        const int64_t r0 = first_panel * panel_rows;
-        if (r0 >= M) continue;
-        const int64_t rows = std::min(M, r0 + panels_per_block * panel_rows) - r0;
-        const int64_t p0 = g * kNBitsGroup;
-        const int64_t width = std::min<int64_t>(kNBitsGroup, w.panels - p0) * kNBitsPanel;
-        const int64_t ldb = b_packed ? b.panel : width;
-        if (g != dequantized) {
-          for (int64_t i = 0; i * kNBitsPanel < width; ++i) {
-            const int64_t col = i * kNBitsPanel;
-            float* at =
-                b_packed ? b.data.get() + col / ldb * ldb * w.K + col % ldb : b.data.get() + col;
-            kernels.dequantize_panel(w, p0 + i, at, ldb);
-          }
-        }
-        dequantized = g;
-        // The block's rows of the packed A: its panels, in place.
-        SgemmPacked a_rows = a_packed;
-        a_rows.rows = rows;
-        a_rows.data = std::shared_ptr<float>(a_packed.data, a_packed.data.get() + r0 * w.K);
-        const int64_t n0 = p0 * kNBitsPanel, cols = std::min(width, w.N - n0);
-        SgemmPacked b_cols = b;
-        b_cols.rows = cols;
-        float* out = static_cast<float*>(y.At(r0, n0, sizeof(float)));
-        const int64_t ldy = y.Holding(n0).ld;
-        Sgemm(rows, cols, w.K, SgemmOperand::Packed(a_rows),
-              b_packed ? SgemmOperand::Packed(b_cols) : SgemmOperand::RowMajor(b.data.get(), ldb),
-              out, ldy, nullptr, SgemmPathFor(isa));
-        if (bias)
-          for (int64_t m = 0; m < rows; ++m)
-            for (int64_t j = 0; j < cols; ++j) out[m * ldy + j] += bias[n0 + j];
-      }
-    };
-    if (parallel)
-      ParallelFor(pool, groups * row_blocks, run_items);
-    else
-      run_items(0, groups * row_blocks);
-    return;
-  }
-  const int64_t row_length = w.k_steps * w.step_k;
+  const int64_t row_length = w.k_steps * kNBitsStepK;
   const QuantizedA qa = int8 ? QuantizeRows(kernels.quantize_block, a, M, lda, w.K, w.block_size,
                                             w.k_blocks, row_length)
                              : QuantizedA{};
+  const FloatA fa =
+      int8 ? FloatA{} : PrepareFloatRows(a, M, lda, w.K, w.block_size, w.k_blocks, row_length);
   auto run = [&](int64_t p0, int64_t p1) {
     float acc[nbits::kNBitsRows * nbits::kNBitsAccRow];
     for (int64_t p = p0; p < p1;) {
@@ -311,7 +267,9 @@ void NBitsMatMul(const PackedNBits& w, int64_t M, const float* a, int64_t lda, c
                                             qa.scales.data() + r0 * w.k_blocks};
           kernels.int8_panel(w, p, panels, rows, rows_q, acc);
         } else {
-          kernels.float_panel(w, p, panels, rows, a + r0 * lda, lda, acc);
+          const nbits::SummedRows rows_f{fa.rows.values + r0 * fa.rows.row_length,
+                                         fa.rows.row_length, fa.rows.sums + r0 * w.k_blocks};
+          kernels.float_panel(w, p, panels, rows, rows_f, acc);
         }
         const int64_t n0 = p * kNBitsPanel;
         const int64_t cols = std::min<int64_t>(panels * kNBitsPanel, w.N - n0);
@@ -343,11 +301,16 @@ void NBitsMatMulReference(const uint8_t* q, const float* scales, const float* ze
     for (int64_t n = 0; n < N; ++n) {
       float c = 0.f;
       if (arithmetic == NBitsArithmetic::kFloat) {
-        for (int64_t k = 0; k < K; ++k) {
-          const int64_t b = k / block_size;
-          const float wv =
-              (static_cast<float>(q[n * K + k]) - zero(n, b)) * scales[n * k_blocks + b];
-          c = std::fma(am[k], wv, c);
+        for (int64_t b = 0; b < k_blocks; ++b) {
+          const int64_t k0 = b * block_size, k1 = std::min(K, k0 + block_size);
+          float low = 0.f, high = 0.f, sum = 0.f;
+          for (int64_t k = k0; k < k1; ++k) {
+            float& chain = k % 8 < 4 ? low : high;
+            chain = std::fma(am[k], static_cast<float>(q[n * K + k]), chain);
+            sum += am[k];
+          }
+          const float u = std::fma(-zero(n, b), sum, low + high);
+          c = std::fma(u, scales[n * k_blocks + b], c);
         }
       } else {
         for (int64_t b = 0; b < k_blocks; ++b) {

@@ -5,10 +5,14 @@
 //
 // for blocks b = k / block_size along K. Two arithmetics, fixed at packing:
 //
-// - kFloat (accuracy_level 1): every y[m, n] is the fma chain over k = 0..K-1
-//   from +0 of a[m, k] and w[k, n] = (float(q) - zp) * s (float32 subtract,
-//   then multiply: DequantizeLinear's bits), then + bias[n]. These are the bits of
-//   octet's unfused DequantizeLinear -> MatMul (the Sgemm contract).
+// - kFloat (accuracy_level 1): per block b, a float dot product of A with the
+//   codes, the zero point and the scale applied once: t = low + high, where low
+//   and high are fma chains from +0 of a[m, k] * float(q[k, n]) in increasing k
+//   over the block's k with k % 8 < 4 (low) and k % 8 >= 4 (high); then
+//   u = fma(-zp[b, n], sum_b, t) with sum_b the sum of the block's a[m, k] in
+//   increasing k from +0, and acc = fma(u, s[b, n], acc) from +0 in increasing b;
+//   then + bias[n]. Two chains and the zero point out of the inner loop leave the
+//   kernels an unpack and an fma per weight (docs/int8.md, "4-bit weights").
 // - kInt8 (accuracy_level 4): each row's block of A is quantized as ONNX
 //   Runtime's MLAS does (amax = max |a|, s_a = amax / 127, q_a = rint(a * (127 /
 //   amax)), 0 when amax = 0), the block's dot product sum q_a * (q - zp) is
@@ -34,6 +38,9 @@ class ThreadPool;
 enum class NBitsArithmetic { kFloat, kInt8 };
 
 inline constexpr int kNBitsPanel = 16;
+// k per packed step (an octet) and bytes per panel and step.
+inline constexpr int kNBitsStepK = 8;
+inline constexpr int kNBitsStepBytes = kNBitsPanel * kNBitsStepK / 2;
 // Consecutive panels stored interleaved, so that a kernel running several
 // panels at once (independent fma chains at M = 1) reads one stream.
 inline constexpr int kNBitsGroup = 4;
@@ -44,25 +51,20 @@ static_assert(kOutputColumnsAlign % (kNBitsGroup * kNBitsPanel) == 0,
 //
 // Panels 4g..4g+3 form group g (the last group may hold fewer; its width is its
 // panel count). Within a group the panels sit side by side: data holds per k
-// step a row of width x step_bytes bytes, and scales and zero codes per block
-// a row of width x 16 values (column 16 i + j of panel i at i x 16 + j). A k
-// step is the unit the arithmetic's kernel unpacks:
+// octet a row of width x 64 bytes, and scales and zero codes per block a row of
+// width x 16 values (column 16 i + j of panel i at i x 16 + j). In a panel's 64
+// bytes of octet o, byte 4 j + t holds column j's q[8o + t] (low nibble) and
+// q[8o + 4 + t] (high nibble): each int32 lane holds one column's 8 codes, 4
+// consecutive k in the low nibbles and 4 in the high, what a u8 x s8 dot
+// product of 4 takes, and a shift by 4 p brings code p to the lane's low bits.
 //
-// - kFloat: a k pair p, 16 bytes per panel; byte j holds column j's q[2p]
-//   (low nibble) and q[2p + 1] (high nibble).
-// - kInt8: a k octet o, 64 bytes per panel; byte 4 j + t holds column j's
-//   q[8o + t] (low nibble) and q[8o + 4 + t] (high nibble), so the low and the
-//   high nibbles are each 4 consecutive k of a column per int32 lane, what a
-//   u8 x s8 dot product of 4 takes.
-//
-// Padding (K past its last step, columns past N) is 0. Group g starts at
-// 4 g x k_steps x step_bytes bytes of data and 4 g x k_blocks x 16 values of
-// the block parameters.
+// Padding (K past its last octet, columns past N) is 0. Group g starts at
+// 4 g x k_steps x 64 bytes of data and 4 g x k_blocks x 16 values of the block
+// parameters.
 struct PackedNBits {
   int64_t K = 0, N = 0, block_size = 0, k_blocks = 0;
-  // ceil(N / kNBitsPanel); k per step and bytes per panel and step (2 and 16
-  // for kFloat, 8 and 64 for kInt8); ceil(K / step_k).
-  int64_t panels = 0, step_k = 0, step_bytes = 0, k_steps = 0;
+  // ceil(N / kNBitsPanel); ceil(K / kNBitsStepK) octets of k.
+  int64_t panels = 0, k_steps = 0;
   NBitsArithmetic arithmetic = NBitsArithmetic::kFloat;
   WeightVector<uint8_t> data;
   WeightVector<float> scales;
@@ -70,9 +72,6 @@ struct PackedNBits {
   // is an integer in [0, 15] (always so for kInt8), else zero_points (kFloat).
   WeightVector<uint8_t> zero_codes;
   WeightVector<float> zero_points;
-  // Every scale s has s / 16 exact (s / 16 x 16 == s: no rounding below the
-  // normal range, no NaN), which lets a kernel scale 16 (q - zp) by s / 16.
-  bool exact_sixteenth_scales = false;
 };
 
 // q: N rows of K values in [0, 15] (row n is column n of the product);

@@ -16,17 +16,6 @@ namespace octet::nbits {
 
 namespace {
 
-// The 16 columns' nibbles of one k pair, each in its own int32 lane (columns
-// 0-7 and 8-15).
-struct PairBytes {
-  __m256i lo, hi;
-};
-
-inline PairBytes LoadPair(const uint8_t* p) {
-  const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  return {_mm256_cvtepu8_epi32(x), _mm256_cvtepu8_epi32(_mm_srli_si128(x, 8))};
-}
-
 // The zero points of 8 columns of one block as floats.
 inline __m256 LoadZero(const PanelOperands& op, int64_t at) {
   if (op.zero_codes == nullptr) return _mm256_loadu_ps(op.zero_points + at);
@@ -34,70 +23,66 @@ inline __m256 LoadZero(const PanelOperands& op, int64_t at) {
   return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(codes));
 }
 
-// w = (float(q) - zp) * s for 8 columns.
-inline __m256 Dequantize(__m256i q, __m256 zero, __m256 scale) {
-  return _mm256_mul_ps(_mm256_sub_ps(_mm256_cvtepi32_ps(q), zero), scale);
-}
-
 // Panels per call: four (a group) for one row, two for two, one for more (each
 // row is its own chain).
 constexpr int PanelsAtOnce(int rows) { return rows == 1 ? 4 : rows == 2 ? 2 : 1; }
 
-template <int R, int P>
-void FloatPanels(const PackedNBits& w, int64_t panel, const float* a, int64_t lda, float* acc) {
-  PanelOperands op[P];
-  for (int i = 0; i < P; ++i) op[i] = OperandsOf(w, panel + i);
-  const int64_t data_stride = op[0].data_stride, stride = op[0].stride;
+// The kFloat order of nbits.h on U slices of 8 columns (half panels) from the
+// call's first column: per block the low and the high codes' fma chains, then
+// the zero point and the scale, added into acc (zeroed first). Slices, not
+// panels: two chains per row and column take twice the accumulators of one.
+template <int R, int U>
+void FloatSlices(const PackedNBits& w, const PanelOperands& op, const SummedRows& a, float* acc) {
+  const int64_t block_octets = w.block_size / kNBitsStepK;
   const __m256i nibble = _mm256_set1_epi32(15);
-  __m256 c[R][P][2];
 #pragma GCC unroll 4
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
-    for (int i = 0; i < P; ++i) c[r][i][0] = c[r][i][1] = _mm256_setzero_ps();
+    for (int u = 0; u < U; ++u)
+      _mm256_storeu_ps(acc + r * kNBitsAccRow + 8 * u, _mm256_setzero_ps());
   for (int64_t b = 0; b < w.k_blocks; ++b) {
-    if constexpr (R <= 2) PrefetchBlock(op[0], b + 2);
-    __m256 s[P][2], z[P][2];
+    if constexpr (R <= 2) PrefetchBlock(op, b + 2);
+    __m256 low[R][U], high[R][U];
 #pragma GCC unroll 4
-    for (int i = 0; i < P; ++i) {
-      s[i][0] = _mm256_loadu_ps(op[i].scales + b * stride);
-      s[i][1] = _mm256_loadu_ps(op[i].scales + b * stride + 8);
-      z[i][0] = LoadZero(op[i], b * stride);
-      z[i][1] = LoadZero(op[i], b * stride + 8);
-    }
-    const int64_t k1 = std::min(w.K, (b + 1) * w.block_size);
-    for (int64_t k = b * w.block_size; k < k1; k += 2) {
-      const bool pair = k + 1 < k1;  // false: odd K's last k, a low nibble alone
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+      for (int u = 0; u < U; ++u) low[r][u] = high[r][u] = _mm256_setzero_ps();
+    const int64_t o1 = std::min(w.k_steps, (b + 1) * block_octets);
+    for (int64_t o = b * block_octets; o < o1; ++o) {
       if constexpr (R <= 2)
-        Prefetch(op[0].data, (k / 2) * data_stride + kPrefetchBytes, P * w.step_bytes);
+        Prefetch(op.data, o * op.data_stride + kPrefetchBytes, U * kNBitsStepBytes / 2);
 #pragma GCC unroll 4
-      for (int i = 0; i < P; ++i) {
-        const PairBytes q = LoadPair(op[i].data + (k / 2) * data_stride);
-        const __m256 w00 = Dequantize(_mm256_and_si256(q.lo, nibble), z[i][0], s[i][0]);
-        const __m256 w01 = Dequantize(_mm256_and_si256(q.hi, nibble), z[i][1], s[i][1]);
+      for (int u = 0; u < U; ++u) {
+        const __m256i x = _mm256_loadu_si256(
+            reinterpret_cast<const __m256i*>(op.data + o * op.data_stride + 32 * u));
 #pragma GCC unroll 4
-        for (int r = 0; r < R; ++r) {
-          const __m256 a0 = _mm256_broadcast_ss(a + r * lda + k);
-          c[r][i][0] = _mm256_fmadd_ps(a0, w00, c[r][i][0]);
-          c[r][i][1] = _mm256_fmadd_ps(a0, w01, c[r][i][1]);
-        }
-        if (!pair) continue;
-        const __m256 w10 = Dequantize(_mm256_srli_epi32(q.lo, 4), z[i][0], s[i][0]);
-        const __m256 w11 = Dequantize(_mm256_srli_epi32(q.hi, 4), z[i][1], s[i][1]);
+        for (int t = 0; t < 4; ++t) {
+          const __m256 q_low =
+              _mm256_cvtepi32_ps(_mm256_and_si256(t ? _mm256_srli_epi32(x, 8 * t) : x, nibble));
+          const __m256 q_high =
+              _mm256_cvtepi32_ps(t < 3 ? _mm256_and_si256(_mm256_srli_epi32(x, 8 * t + 4), nibble)
+                                       : _mm256_srli_epi32(x, 28));
 #pragma GCC unroll 4
-        for (int r = 0; r < R; ++r) {
-          const __m256 a1 = _mm256_broadcast_ss(a + r * lda + k + 1);
-          c[r][i][0] = _mm256_fmadd_ps(a1, w10, c[r][i][0]);
-          c[r][i][1] = _mm256_fmadd_ps(a1, w11, c[r][i][1]);
+          for (int r = 0; r < R; ++r) {
+            const float* ar = a.values + r * a.row_length + o * kNBitsStepK;
+            low[r][u] = _mm256_fmadd_ps(_mm256_broadcast_ss(ar + t), q_low, low[r][u]);
+            high[r][u] = _mm256_fmadd_ps(_mm256_broadcast_ss(ar + 4 + t), q_high, high[r][u]);
+          }
         }
       }
     }
-  }
 #pragma GCC unroll 4
-  for (int r = 0; r < R; ++r) {
+    for (int u = 0; u < U; ++u) {
+      const int64_t at = b * op.stride + 8 * u;
+      const __m256 scale = _mm256_loadu_ps(op.scales + at);
+      const __m256 zero = LoadZero(op, at);
 #pragma GCC unroll 4
-    for (int i = 0; i < P; ++i) {
-      _mm256_storeu_ps(acc + r * kNBitsAccRow + i * kNBitsPanel, c[r][i][0]);
-      _mm256_storeu_ps(acc + r * kNBitsAccRow + i * kNBitsPanel + 8, c[r][i][1]);
+      for (int r = 0; r < R; ++r) {
+        float* y = acc + r * kNBitsAccRow + 8 * u;
+        const __m256 v = _mm256_fnmadd_ps(zero, _mm256_set1_ps(a.sums[r * w.k_blocks + b]),
+                                          _mm256_add_ps(low[r][u], high[r][u]));
+        _mm256_storeu_ps(y, _mm256_fmadd_ps(v, scale, _mm256_loadu_ps(y)));
+      }
     }
   }
 }
@@ -137,7 +122,7 @@ void Int8Panels(const PackedNBits& w, int64_t panel, const QuantizedRows& a, flo
     const int64_t o1 = std::min(w.k_steps, (b + 1) * block_octets);
     for (int64_t o = b * block_octets; o < o1; ++o) {
       if constexpr (R <= 2)
-        Prefetch(op[0].data, o * data_stride + kPrefetchBytes, P * w.step_bytes);
+        Prefetch(op[0].data, o * data_stride + kPrefetchBytes, P * kNBitsStepBytes);
 #pragma GCC unroll 4
       for (int i = 0; i < P; ++i) {
         // Per int32 lane (column): q[8o..8o+3] in the low nibbles, q[8o+4..8o+7] in the
@@ -193,33 +178,22 @@ void Int8Panels(const PackedNBits& w, int64_t panel, const QuantizedRows& a, flo
   }
 }
 
-void DequantizePanelAvx2(const PackedNBits& w, int64_t panel, float* out, int64_t ldb) {
-  const PanelOperands op = OperandsOf(w, panel);
-  const __m256i nibble = _mm256_set1_epi32(15);
-  for (int64_t b = 0; b < w.k_blocks; ++b) {
-    const __m256 s0 = _mm256_loadu_ps(op.scales + b * op.stride);
-    const __m256 s1 = _mm256_loadu_ps(op.scales + b * op.stride + 8);
-    const __m256 z0 = LoadZero(op, b * op.stride), z1 = LoadZero(op, b * op.stride + 8);
-    const int64_t k1 = std::min(w.K, (b + 1) * w.block_size);
-    for (int64_t k = b * w.block_size; k < k1; k += 2) {
-      const PairBytes q = LoadPair(op.data + (k / 2) * op.data_stride);
-      _mm256_storeu_ps(out + k * ldb, Dequantize(_mm256_and_si256(q.lo, nibble), z0, s0));
-      _mm256_storeu_ps(out + k * ldb + 8, Dequantize(_mm256_and_si256(q.hi, nibble), z1, s1));
-      if (k + 1 == k1) break;  // odd K: the last k is a low nibble alone
-      _mm256_storeu_ps(out + (k + 1) * ldb, Dequantize(_mm256_srli_epi32(q.lo, 4), z0, s0));
-      _mm256_storeu_ps(out + (k + 1) * ldb + 8, Dequantize(_mm256_srli_epi32(q.hi, 4), z1, s1));
-    }
-  }
-}
-
+// Runs `panels` panels for R rows, PanelsAtOnce(R) slices at a time (their 2R
+// chains each fill half the registers). A group's panels sit side by side, so
+// slice v of the call starts 8 v columns past the first.
 template <int R>
-void FloatRows(const PackedNBits& w, int64_t panel, int panels, const float* a, int64_t lda,
-               float* acc) {
+void FloatRows(const PackedNBits& w, int64_t panel, int panels, const SummedRows& a, float* acc) {
   constexpr int kAtOnce = PanelsAtOnce(R);
-  int i = 0;
-  for (; i + kAtOnce <= panels; i += kAtOnce)
-    FloatPanels<R, kAtOnce>(w, panel + i, a, lda, acc + i * kNBitsPanel);
-  for (; i < panels; ++i) FloatPanels<R, 1>(w, panel + i, a, lda, acc + i * kNBitsPanel);
+  PanelOperands op = OperandsOf(w, panel);
+  for (int v = 0; v < 2 * panels;) {
+    const int n = std::min(kAtOnce, 2 * panels - v);
+    ForCount<kAtOnce>(n, [&]<int U>() { FloatSlices<R, U>(w, op, a, acc + 8 * v); });
+    op.data += 32 * n;
+    op.scales += 8 * n;
+    if (op.zero_codes) op.zero_codes += 8 * n;
+    if (op.zero_points) op.zero_points += 8 * n;
+    v += n;
+  }
 }
 
 template <int R, bool kVnni>
@@ -231,9 +205,9 @@ void Int8Rows(const PackedNBits& w, int64_t panel, int panels, const QuantizedRo
   for (; i < panels; ++i) Int8Panels<R, 1, kVnni>(w, panel + i, a, acc + i * kNBitsPanel);
 }
 
-void FloatPanelAvx2(const PackedNBits& w, int64_t panel, int panels, int rows, const float* a,
-                    int64_t lda, float* acc) {
-  ForCount<kNBitsRows>(rows, [&]<int R>() { FloatRows<R>(w, panel, panels, a, lda, acc); });
+void FloatPanelAvx2(const PackedNBits& w, int64_t panel, int panels, int rows, const SummedRows& a,
+                    float* acc) {
+  ForCount<kNBitsRows>(rows, [&]<int R>() { FloatRows<R>(w, panel, panels, a, acc); });
 }
 
 template <bool kVnni>
@@ -245,7 +219,7 @@ void Int8PanelAvx2(const PackedNBits& w, int64_t panel, int panels, int rows,
 // The table of one of the two instruction sets.
 template <bool kVnni>
 constexpr PanelKernels Avx2PanelKernels() {
-  return {FloatPanelAvx2, Int8PanelAvx2<kVnni>, QuantizeBlockScalar, DequantizePanelAvx2};
+  return {FloatPanelAvx2, Int8PanelAvx2<kVnni>, QuantizeBlockScalar};
 }
 
 }  // namespace

@@ -25,78 +25,19 @@ using simd::Avx512;
 // few enough that the accumulators stay in registers.
 constexpr int PanelsAtOnce(int rows) { return rows <= 2 ? 4 : 2; }
 
-// Whether R rows prefetch their group's bytes. One row's loop reads its stream fast
-// enough for the hardware prefetchers to follow it (the packed weights sit on huge
-// pages, core/weight_arena.h), and the prefetch instructions would only take load
-// slots; more rows spend longer per byte, and the prefetch keeps the next ones coming.
+// Whether R rows of the kInt8 panels prefetch their group's bytes. One row's loop
+// reads its stream fast enough for the hardware prefetchers to follow it (the packed
+// weights sit on huge pages, core/weight_arena.h), and the prefetch instructions
+// would only take load slots; more rows spend longer per byte, and the prefetch
+// keeps the next ones coming. The kFloat panels spend longer per byte at any row
+// count and always prefetch.
 template <int R>
 constexpr bool kSoftwarePrefetch = R > 1;
 
-// 2^23 as float bits: or-ing a value v < 2^23 into its mantissa gives the float 2^23 + v.
-constexpr int kMagic = 0x4B000000;
-// The _mm512_ternarylogic_epi32 immediate of (a & b) | c.
-constexpr int kAndOr = 0xEA;
-
-// 16 columns' bytes of one k pair (or 16 zero codes), one per int32 lane.
+// 16 columns' bytes (zero codes), one per int32 lane.
 inline __m512i LoadBytes(const uint8_t* p) {
   return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
-
-// How the kFloat kernels unpack a byte's two codes into w = (q - zp) * s.
-// kConvert: float(q) - zp as written (float zero points). kCodes: the zero
-// points are integers, and 2^23 + q - (2^23 + zp) is exactly float(q) - zp, so
-// a code unpacks straight into a float (no conversion). kCodesHighInPlace: as
-// kCodes, but the high nibble stays at bits 4-7 (no shift): 2^23 + 16 q -
-// (2^23 + 16 zp) = 16 (q - zp) exactly, times s / 16, which is exact when
-// PackedNBits::exact_sixteenth_scales, gives the bits of (q - zp) * s.
-enum class Unpack { kConvert, kCodes, kCodesHighInPlace };
-
-template <Unpack kUnpack>
-struct FloatCodes {
-  static constexpr bool kCodes = kUnpack != Unpack::kConvert;
-  static constexpr bool kHighInPlace = kUnpack == Unpack::kCodesHighInPlace;
-  // The block's value subtracted from the unpacked low codes.
-  static __m512 Offset(const PanelOperands& op, int64_t at) {
-    if constexpr (kCodes)
-      return _mm512_castsi512_ps(
-          _mm512_or_si512(LoadBytes(op.zero_codes + at), _mm512_set1_epi32(kMagic)));
-    else
-      return _mm512_loadu_ps(op.zero_points + at);
-  }
-  // The same for the high codes, and the scale they take (low: the block's).
-  static __m512 HighOffset(const PanelOperands& op, int64_t at, __m512 low_offset) {
-    if constexpr (kHighInPlace)
-      return _mm512_castsi512_ps(_mm512_or_si512(
-          _mm512_slli_epi32(LoadBytes(op.zero_codes + at), 4), _mm512_set1_epi32(kMagic)));
-    else
-      return low_offset;
-  }
-  static __m512 HighScale(__m512 scale) {
-    if constexpr (kHighInPlace)
-      return _mm512_mul_ps(scale, _mm512_set1_ps(1.f / 16));
-    else
-      return scale;
-  }
-  // The low and the high nibble of each lane's byte x.
-  static __m512 Low(__m512i x) {
-    const __m512i nibble = _mm512_set1_epi32(15);
-    if constexpr (kCodes)
-      return _mm512_castsi512_ps(
-          _mm512_ternarylogic_epi32(x, nibble, _mm512_set1_epi32(kMagic), kAndOr));
-    else
-      return _mm512_cvtepi32_ps(_mm512_and_si512(x, nibble));
-  }
-  static __m512 High(__m512i x) {
-    if constexpr (kHighInPlace)
-      return _mm512_castsi512_ps(
-          _mm512_ternarylogic_epi32(x, _mm512_set1_epi32(0xF0), _mm512_set1_epi32(kMagic), kAndOr));
-    const __m512i high = _mm512_srli_epi32(x, 4);
-    if constexpr (kCodes)
-      return _mm512_castsi512_ps(_mm512_or_si512(high, _mm512_set1_epi32(kMagic)));
-    else
-      return _mm512_cvtepi32_ps(high);
-  }
-};
 
 // The operands of panels panel..panel + P - 1 (one group's).
 template <int P>
@@ -123,51 +64,63 @@ struct Accumulators {
   }
 };
 
-template <int R, int P, Unpack kUnpack>
-void FloatPanels(const PackedNBits& w, int64_t panel, const float* a, int64_t lda, float* acc) {
-  using Codes = FloatCodes<kUnpack>;
+// The kFloat order of nbits.h: per block the low and the high codes' fma chains,
+// then the zero point and the scale, added into acc (zeroed first).
+template <int R, int P>
+void FloatPanels(const PackedNBits& w, int64_t panel, const SummedRows& a, float* acc) {
   PanelOperands op[P];
   GroupOperands(w, panel, op);
   const int64_t data_stride = op[0].data_stride, stride = op[0].stride;
-  Accumulators<R, P> accumulators;
-  auto& c = accumulators.c;
+  const int64_t block_octets = w.block_size / kNBitsStepK;
+  // vpermps reads an index's low four bits: a lane shifted to code p gives float(code p).
+  const __m512 codes = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  Accumulators<R, P>().Store(acc);
   for (int64_t b = 0; b < w.k_blocks; ++b) {
-    if constexpr (kSoftwarePrefetch<R>) PrefetchBlock(op[0], b + 2);
-    // w = (unpacked q - offset) * scale, for the low and the high codes.
-    __m512 scale[P], offset[P], high_scale[P], high_offset[P];
+    PrefetchBlock(op[0], b + 2);
+    Accumulators<R, P> low, high;
+    const int64_t o1 = std::min(w.k_steps, (b + 1) * block_octets);
+    for (int64_t o = b * block_octets; o < o1; ++o) {
+      Prefetch(op[0].data, o * data_stride + kPrefetchBytes, data_stride);
+      __m512i x[P];
 #pragma GCC unroll 4
-    for (int i = 0; i < P; ++i) {
-      scale[i] = _mm512_loadu_ps(op[i].scales + b * stride);
-      offset[i] = Codes::Offset(op[i], b * stride);
-      high_scale[i] = Codes::HighScale(scale[i]);
-      high_offset[i] = Codes::HighOffset(op[i], b * stride, offset[i]);
-    }
-    // One k pair, or (kPair false) odd K's last k, a low nibble alone.
-    auto step = [&](int64_t k, auto pair) {
-      if constexpr (kSoftwarePrefetch<R>)
-        Prefetch(op[0].data, (k / 2) * data_stride + kPrefetchBytes, data_stride);
+      for (int i = 0; i < P; ++i) x[i] = _mm512_loadu_si512(op[i].data + o * data_stride);
 #pragma GCC unroll 4
-      for (int i = 0; i < P; ++i) {
-        const __m512i x = LoadBytes(op[i].data + (k / 2) * data_stride);
-        const __m512 w0 = _mm512_mul_ps(_mm512_sub_ps(Codes::Low(x), offset[i]), scale[i]);
+      for (int t = 0; t < 4; ++t) {
+        __m512 a_low[R], a_high[R];
 #pragma GCC unroll 4
-        for (int r = 0; r < R; ++r)
-          c[r][i] = _mm512_fmadd_ps(_mm512_set1_ps(a[r * lda + k]), w0, c[r][i]);
-        if constexpr (decltype(pair)::value) {
-          const __m512 w1 =
-              _mm512_mul_ps(_mm512_sub_ps(Codes::High(x), high_offset[i]), high_scale[i]);
+        for (int r = 0; r < R; ++r) {
+          const float* ar = a.values + r * a.row_length + o * kNBitsStepK;
+          a_low[r] = _mm512_set1_ps(ar[t]);
+          a_high[r] = _mm512_set1_ps(ar[4 + t]);
+        }
 #pragma GCC unroll 4
-          for (int r = 0; r < R; ++r)
-            c[r][i] = _mm512_fmadd_ps(_mm512_set1_ps(a[r * lda + k + 1]), w1, c[r][i]);
+        for (int i = 0; i < P; ++i) {
+          const __m512 q_low =
+              _mm512_permutexvar_ps(t ? _mm512_srli_epi32(x[i], 8 * t) : x[i], codes);
+          const __m512 q_high = _mm512_permutexvar_ps(_mm512_srli_epi32(x[i], 8 * t + 4), codes);
+#pragma GCC unroll 4
+          for (int r = 0; r < R; ++r) {
+            low.c[r][i] = _mm512_fmadd_ps(a_low[r], q_low, low.c[r][i]);
+            high.c[r][i] = _mm512_fmadd_ps(a_high[r], q_high, high.c[r][i]);
+          }
         }
       }
-    };
-    const int64_t k1 = std::min(w.K, (b + 1) * w.block_size);
-    int64_t k = b * w.block_size;
-    for (; k + 1 < k1; k += 2) step(k, std::true_type{});
-    if (k < k1) step(k, std::false_type{});
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < P; ++i) {
+      const int64_t at = b * stride;
+      const __m512 scale = _mm512_loadu_ps(op[i].scales + at);
+      const __m512 zero = op[i].zero_codes ? _mm512_cvtepi32_ps(LoadBytes(op[i].zero_codes + at))
+                                           : _mm512_loadu_ps(op[i].zero_points + at);
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) {
+        float* y = acc + r * kNBitsAccRow + i * kNBitsPanel;
+        const __m512 u = _mm512_fnmadd_ps(zero, _mm512_set1_ps(a.sums[r * w.k_blocks + b]),
+                                          _mm512_add_ps(low.c[r][i], high.c[r][i]));
+        _mm512_storeu_ps(y, _mm512_fmadd_ps(u, scale, _mm512_loadu_ps(y)));
+      }
+    }
   }
-  accumulators.Store(acc);
 }
 
 // Adds the u8 x s8 products of four bytes per int32 lane to t: vpdpbusd with
@@ -236,23 +189,11 @@ void Int8Panels(const PackedNBits& w, int64_t panel, const QuantizedRows& a, flo
 
 // Runs `panels` panels for R rows, PanelsAtOnce(R) at a time.
 template <int R>
-void FloatRows(const PackedNBits& w, int64_t panel, int panels, const float* a, int64_t lda,
-               float* acc) {
-  const bool codes = !w.zero_codes.empty();
+void FloatRows(const PackedNBits& w, int64_t panel, int panels, const SummedRows& a, float* acc) {
   for (int i = 0; i < panels;) {
     const int n = std::min(PanelsAtOnce(R), panels - i);
-    float* out = acc + i * kNBitsPanel;
-    auto run = [&]<Unpack kUnpack>() {
-      ForCount<PanelsAtOnce(R)>(
-          n, [&]<int N>() { FloatPanels<R, N, kUnpack>(w, panel + i, a, lda, out); });
-    };
-    if (codes && w.exact_sixteenth_scales) {
-      run.template operator()<Unpack::kCodesHighInPlace>();
-    } else if (codes) {
-      run.template operator()<Unpack::kCodes>();
-    } else {
-      run.template operator()<Unpack::kConvert>();
-    }
+    ForCount<PanelsAtOnce(R)>(
+        n, [&]<int N>() { FloatPanels<R, N>(w, panel + i, a, acc + i * kNBitsPanel); });
     i += n;
   }
 }
@@ -294,34 +235,9 @@ void QuantizeBlockAvx512(const float* a, int64_t count, int8_t* q, int32_t* sum,
   *scale = block_max / 127.f;
 }
 
-template <Unpack kUnpack>
-void DequantizePanel(const PackedNBits& w, int64_t panel, float* out, int64_t ldb) {
-  using Codes = FloatCodes<kUnpack>;
-  const PanelOperands op = OperandsOf(w, panel);
-  for (int64_t b = 0; b < w.k_blocks; ++b) {
-    const __m512 scale = _mm512_loadu_ps(op.scales + b * op.stride);
-    const __m512 offset = Codes::Offset(op, b * op.stride);
-    const int64_t k1 = std::min(w.K, (b + 1) * w.block_size);
-    for (int64_t k = b * w.block_size; k < k1; k += 2) {
-      const __m512i x = LoadBytes(op.data + (k / 2) * op.data_stride);
-      _mm512_storeu_ps(out + k * ldb, _mm512_mul_ps(_mm512_sub_ps(Codes::Low(x), offset), scale));
-      if (k + 1 < k1)
-        _mm512_storeu_ps(out + (k + 1) * ldb,
-                         _mm512_mul_ps(_mm512_sub_ps(Codes::High(x), offset), scale));
-    }
-  }
-}
-
-void DequantizePanelAvx512(const PackedNBits& w, int64_t panel, float* out, int64_t ldb) {
-  if (w.zero_codes.empty())
-    DequantizePanel<Unpack::kConvert>(w, panel, out, ldb);
-  else
-    DequantizePanel<Unpack::kCodes>(w, panel, out, ldb);
-}
-
-void FloatPanelAvx512(const PackedNBits& w, int64_t panel, int panels, int rows, const float* a,
-                      int64_t lda, float* acc) {
-  ForCount<kNBitsRows>(rows, [&]<int R>() { FloatRows<R>(w, panel, panels, a, lda, acc); });
+void FloatPanelAvx512(const PackedNBits& w, int64_t panel, int panels, int rows,
+                      const SummedRows& a, float* acc) {
+  ForCount<kNBitsRows>(rows, [&]<int R>() { FloatRows<R>(w, panel, panels, a, acc); });
 }
 
 template <bool kVnni>
@@ -333,7 +249,7 @@ void Int8PanelAvx512(const PackedNBits& w, int64_t panel, int panels, int rows,
 // The table of one of the two instruction sets.
 template <bool kVnni>
 constexpr PanelKernels Avx512PanelKernels() {
-  return {FloatPanelAvx512, Int8PanelAvx512<kVnni>, QuantizeBlockAvx512, DequantizePanelAvx512};
+  return {FloatPanelAvx512, Int8PanelAvx512<kVnni>, QuantizeBlockAvx512};
 }
 
 }  // namespace

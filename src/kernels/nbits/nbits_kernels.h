@@ -30,11 +30,11 @@ inline PanelOperands OperandsOf(const PackedNBits& w, int64_t panel) {
   const int64_t first = panel / kNBitsGroup * kNBitsGroup, at = panel - first;
   const int64_t width = std::min<int64_t>(kNBitsGroup, w.panels - first);
   const int64_t params = first * w.k_blocks * kNBitsPanel + at * kNBitsPanel;
-  return {w.data.data() + (first * w.k_steps + at) * w.step_bytes,
+  return {w.data.data() + (first * w.k_steps + at) * kNBitsStepBytes,
           w.scales.data() + params,
           w.zero_codes.empty() ? nullptr : w.zero_codes.data() + params,
           w.zero_points.empty() ? nullptr : w.zero_points.data() + params,
-          width * w.step_bytes,
+          width * kNBitsStepBytes,
           width * kNBitsPanel};
 }
 
@@ -56,6 +56,15 @@ inline void PrefetchBlock(const PanelOperands& op, int64_t b) {
   if (op.zero_codes) Prefetch(op.zero_codes, b * op.stride, 1);
 }
 
+// Rows of A for the kFloat arithmetic: values holds row r at r x row_length,
+// k_steps x 8 values readable (those past K 0), sums the per-block sums of a
+// (k_blocks per row; nbits.h).
+struct SummedRows {
+  const float* values;
+  int64_t row_length;
+  const float* sums;
+};
+
 // Rows of A for the kInt8 arithmetic, quantized per block: values holds q_a
 // (row_length = k_steps x 8 int8 per row, padding 0), sums the per-block sums
 // of q_a and scales s_a (k_blocks per row).
@@ -74,7 +83,7 @@ inline int32_t Int32At(const int8_t* p) {
 }
 
 using FloatPanelFn = void (*)(const PackedNBits& w, int64_t panel, int panels, int rows,
-                              const float* a, int64_t lda, float* acc);
+                              const SummedRows& a, float* acc);
 using Int8PanelFn = void (*)(const PackedNBits& w, int64_t panel, int panels, int rows,
                              const QuantizedRows& a, float* acc);
 
@@ -83,15 +92,10 @@ using Int8PanelFn = void (*)(const PackedNBits& w, int64_t panel, int panels, in
 using QuantizeBlockFn = void (*)(const float* a, int64_t count, int8_t* q, int32_t* sum,
                                  float* scale);
 
-// Writes one kFloat panel's weights w = (float(q) - zp) * s as floats: k's 16
-// columns at b + k * ldb.
-using DequantizePanelFn = void (*)(const PackedNBits& w, int64_t panel, float* b, int64_t ldb);
-
 struct PanelKernels {
   FloatPanelFn float_panel;
   Int8PanelFn int8_panel;
   QuantizeBlockFn quantize_block;
-  DequantizePanelFn dequantize_panel;
 };
 
 void QuantizeBlockScalar(const float* a, int64_t count, int8_t* q, int32_t* sum, float* scale);
