@@ -39,7 +39,7 @@ inline PanelOperands OperandsOf(const PackedNBits& w, int64_t panel) {
 }
 
 // How far ahead of the k step being read the panel kernels fetch its group's bytes.
-inline constexpr int64_t kPrefetchBytes = 1024;
+inline constexpr int64_t kPrefetchBytes = 8192;
 
 // Prefetches `bytes` bytes from `offset` bytes past p into L1. The address may
 // lie past the weights' end (a prefetch never faults), so it is formed as an
