@@ -125,19 +125,25 @@ namespace {
 // A's rows for the kFloat kernels: read in place when K is whole octets, else
 // copied with zeros up to the last octet; and each block's sum in increasing k.
 struct FloatA {
-  std::vector<float> padded;
+  const float* a;
+  int64_t lda, k_blocks;
+  std::vector<float> padded;  // empty: A in place
+  int64_t padded_ld;
   std::vector<float> sums;
-  nbits::SummedRows rows;
+  // Rows r0 on, as the kernels take them.
+  nbits::SummedRows From(int64_t r0) const {
+    const float* sums_r0 = sums.data() + r0 * k_blocks;
+    if (padded.empty()) return {a + r0 * lda, lda, sums_r0};
+    return {padded.data() + r0 * padded_ld, padded_ld, sums_r0};
+  }
 };
 
 FloatA PrepareFloatRows(const float* a, int64_t M, int64_t lda, int64_t K, int64_t block_size,
                         int64_t k_blocks, int64_t row_length) {
-  FloatA f;
-  f.rows = {a, lda, nullptr};
+  FloatA f{a, lda, k_blocks, {}, row_length, {}};
   if (row_length != K) {
     f.padded.assign(M * row_length, 0.f);
     for (int64_t m = 0; m < M; ++m) std::copy_n(a + m * lda, K, f.padded.begin() + m * row_length);
-    f.rows = {f.padded.data(), row_length, nullptr};
   }
   f.sums.resize(M * k_blocks);
   for (int64_t m = 0; m < M; ++m) {
@@ -148,7 +154,6 @@ FloatA PrepareFloatRows(const float* a, int64_t M, int64_t lda, int64_t K, int64
       f.sums[m * k_blocks + b] = sum;
     }
   }
-  f.rows.sums = f.sums.data();
   return f;
 }
 
@@ -267,9 +272,7 @@ void NBitsMatMul(const PackedNBits& w, int64_t M, const float* a, int64_t lda, c
                                             qa.scales.data() + r0 * w.k_blocks};
           kernels.int8_panel(w, p, panels, rows, rows_q, acc);
         } else {
-          const nbits::SummedRows rows_f{fa.rows.values + r0 * fa.rows.row_length,
-                                         fa.rows.row_length, fa.rows.sums + r0 * w.k_blocks};
-          kernels.float_panel(w, p, panels, rows, rows_f, acc);
+          kernels.float_panel(w, p, panels, rows, fa.From(r0), acc);
         }
         const int64_t n0 = p * kNBitsPanel;
         const int64_t cols = std::min<int64_t>(panels * kNBitsPanel, w.N - n0);
