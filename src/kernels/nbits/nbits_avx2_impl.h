@@ -1,10 +1,12 @@
 // The AVX2 panels of kernels/nbits/nbits.h: a k step of 16 columns is unpacked
 // once and used by every row of the tile. One row runs the group's four panels
-// at once: its k steps are then read as one sequential stream (a pass per pair
-// of panels reads half of each step's bytes, which the hardware prefetchers
-// follow poorly), with independent chains to overlap. With one or two rows the
-// weights stream from memory and are prefetched ahead; with more the loop is
-// bound by its arithmetic, which the prefetches would only slow.
+// at once (the float kernel two, in 8-column slices): its k steps are then read
+// as one sequential stream (a pass per pair of panels reads half of each step's
+// bytes, which the hardware prefetchers follow poorly), with independent chains
+// to overlap. With one or two rows the weights stream from memory and are
+// prefetched ahead; with more the loop is bound by its arithmetic, which the
+// prefetches would only slow, and the float kernel runs each block in two
+// passes (FloatSlicesTwoPass) to keep its chains in the 16 registers.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -23,25 +25,60 @@ inline __m256 LoadZero(const PanelOperands& op, int64_t at) {
   return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(codes));
 }
 
-// Panels per call: four (a group) for one row, two for two, one for more (each
-// row is its own chain).
-constexpr int PanelsAtOnce(int rows) { return rows == 1 ? 4 : rows == 2 ? 2 : 1; }
+// Slices of 8 columns (half panels) per pass of the float kernels: four for one
+// row, two for more.
+constexpr int SlicesAtOnce(int rows) { return rows == 1 ? 4 : 2; }
 
-// The kFloat order of nbits.h on U slices of 8 columns (half panels) from the
-// call's first column: per block the low and the high codes' fma chains, then
-// the zero point and the scale, added into acc (zeroed first). Slices, not
-// panels: two chains per row and column take twice the accumulators of one.
+// Zeroes R rows of U slices of acc.
 template <int R, int U>
-void FloatSlices(const PackedNBits& w, const PanelOperands& op, const SummedRows& a, float* acc) {
-  const int64_t block_octets = w.block_size / kNBitsStepK;
-  const __m256i nibble = _mm256_set1_epi32(15);
+inline void ZeroSlices(float* acc) {
 #pragma GCC unroll 4
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
     for (int u = 0; u < U; ++u)
       _mm256_storeu_ps(acc + r * kNBitsAccRow + 8 * u, _mm256_setzero_ps());
+}
+
+// The zero point and the scale of block b applied to the chains of R rows on U
+// slices: acc += (low + high - zp x sum_b) x s, in the order of nbits.h.
+template <int R, int U>
+inline void AddBlock(const PackedNBits& w, const PanelOperands& op, const SummedRows& a, int64_t b,
+                     const __m256 (&low)[R][U], const __m256 (&high)[R][U], float* acc) {
+#pragma GCC unroll 4
+  for (int u = 0; u < U; ++u) {
+    const int64_t at = b * op.stride + 8 * u;
+    const __m256 scale = _mm256_loadu_ps(op.scales + at);
+    const __m256 zero = LoadZero(op, at);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      float* y = acc + r * kNBitsAccRow + 8 * u;
+      const __m256 v = _mm256_fnmadd_ps(zero, _mm256_set1_ps(a.sums[r * w.k_blocks + b]),
+                                        _mm256_add_ps(low[r][u], high[r][u]));
+      _mm256_storeu_ps(y, _mm256_fmadd_ps(v, scale, _mm256_loadu_ps(y)));
+    }
+  }
+}
+
+// The codes of one nibble (0: k % 8 < 4, 1: k % 8 >= 4) at step t of an octet's
+// 8 columns, as floats.
+template <int kHalf>
+inline __m256 Codes(__m256i x, int t) {
+  const int shift = 8 * t + 4 * kHalf;
+  if (shift == 28) return _mm256_cvtepi32_ps(_mm256_srli_epi32(x, 28));
+  const __m256i lane = shift ? _mm256_srli_epi32(x, shift) : x;
+  return _mm256_cvtepi32_ps(_mm256_and_si256(lane, _mm256_set1_epi32(15)));
+}
+
+// One or two rows on U slices from the call's first column (nbits.h's kFloat
+// order): per block the low and the high codes' chains side by side, which
+// gives a single row 2U independent chains, and the weights prefetched (they
+// stream from memory at this rate).
+template <int R, int U>
+void FloatSlices(const PackedNBits& w, const PanelOperands& op, const SummedRows& a, float* acc) {
+  const int64_t block_octets = w.block_size / kNBitsStepK;
+  ZeroSlices<R, U>(acc);
   for (int64_t b = 0; b < w.k_blocks; ++b) {
-    if constexpr (R <= 2) PrefetchBlock(op, b + 2);
+    PrefetchBlock(op, b + 2);
     __m256 low[R][U], high[R][U];
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r)
@@ -49,19 +86,14 @@ void FloatSlices(const PackedNBits& w, const PanelOperands& op, const SummedRows
       for (int u = 0; u < U; ++u) low[r][u] = high[r][u] = _mm256_setzero_ps();
     const int64_t o1 = std::min(w.k_steps, (b + 1) * block_octets);
     for (int64_t o = b * block_octets; o < o1; ++o) {
-      if constexpr (R <= 2)
-        Prefetch(op.data, o * op.data_stride + kPrefetchBytes, U * kNBitsStepBytes / 2);
+      Prefetch(op.data, o * op.data_stride + kPrefetchBytes, U * kNBitsStepBytes / 2);
 #pragma GCC unroll 4
       for (int u = 0; u < U; ++u) {
         const __m256i x = _mm256_loadu_si256(
             reinterpret_cast<const __m256i*>(op.data + o * op.data_stride + 32 * u));
 #pragma GCC unroll 4
         for (int t = 0; t < 4; ++t) {
-          const __m256 q_low =
-              _mm256_cvtepi32_ps(_mm256_and_si256(t ? _mm256_srli_epi32(x, 8 * t) : x, nibble));
-          const __m256 q_high =
-              _mm256_cvtepi32_ps(t < 3 ? _mm256_and_si256(_mm256_srli_epi32(x, 8 * t + 4), nibble)
-                                       : _mm256_srli_epi32(x, 28));
+          const __m256 q_low = Codes<0>(x, t), q_high = Codes<1>(x, t);
 #pragma GCC unroll 4
           for (int r = 0; r < R; ++r) {
             const float* ar = a.values + r * a.row_length + o * kNBitsStepK;
@@ -71,19 +103,63 @@ void FloatSlices(const PackedNBits& w, const PanelOperands& op, const SummedRows
         }
       }
     }
+    AddBlock<R, U>(w, op, a, b, low, high, acc);
+  }
+}
+
+// The chains from +0 of R rows over octets o0..o1 of U slices for the codes of
+// one nibble.
+template <int R, int U, int kHalf>
+inline void SliceChains(const PanelOperands& op, const SummedRows& a, int64_t o0, int64_t o1,
+                        __m256 (&c)[R][U]) {
+  // A pointer per row, stepped with the octets, spares the loop an address
+  // computation per broadcast.
+  const float* ar[R];
 #pragma GCC unroll 4
-    for (int u = 0; u < U; ++u) {
-      const int64_t at = b * op.stride + 8 * u;
-      const __m256 scale = _mm256_loadu_ps(op.scales + at);
-      const __m256 zero = LoadZero(op, at);
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+    for (int u = 0; u < U; ++u) c[r][u] = _mm256_setzero_ps();
+    ar[r] = a.values + r * a.row_length + o0 * kNBitsStepK + 4 * kHalf;
+  }
+  for (int64_t o = o0; o < o1; ++o) {
+    __m256i x[U];
+#pragma GCC unroll 4
+    for (int u = 0; u < U; ++u)
+      x[u] = _mm256_loadu_si256(
+          reinterpret_cast<const __m256i*>(op.data + o * op.data_stride + 32 * u));
+#pragma GCC unroll 4
+    for (int t = 0; t < 4; ++t) {
+      __m256 q[U];
+#pragma GCC unroll 4
+      for (int u = 0; u < U; ++u) q[u] = Codes<kHalf>(x[u], t);
 #pragma GCC unroll 4
       for (int r = 0; r < R; ++r) {
-        float* y = acc + r * kNBitsAccRow + 8 * u;
-        const __m256 v = _mm256_fnmadd_ps(zero, _mm256_set1_ps(a.sums[r * w.k_blocks + b]),
-                                          _mm256_add_ps(low[r][u], high[r][u]));
-        _mm256_storeu_ps(y, _mm256_fmadd_ps(v, scale, _mm256_loadu_ps(y)));
+        const __m256 ar_t = _mm256_broadcast_ss(ar[r] + t);
+#pragma GCC unroll 4
+        for (int u = 0; u < U; ++u) c[r][u] = _mm256_fmadd_ps(ar_t, q[u], c[r][u]);
       }
     }
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) ar[r] += kNBitsStepK;
+  }
+}
+
+// Three or more rows on U slices, each block in two passes: the low codes'
+// chains of every row, then the high codes'. One set of chains is live at a
+// time, so that the 16 registers hold 4 rows x 2 slices of them and each
+// broadcast of A feeds two fmas. The loop is bound by its arithmetic; the
+// weights are not prefetched.
+template <int R, int U>
+void FloatSlicesTwoPass(const PackedNBits& w, const PanelOperands& op, const SummedRows& a,
+                        float* acc) {
+  const int64_t block_octets = w.block_size / kNBitsStepK;
+  ZeroSlices<R, U>(acc);
+  for (int64_t b = 0; b < w.k_blocks; ++b) {
+    const int64_t o0 = b * block_octets, o1 = std::min(w.k_steps, o0 + block_octets);
+    __m256 low[R][U], high[R][U];
+    SliceChains<R, U, 0>(op, a, o0, o1, low);
+    SliceChains<R, U, 1>(op, a, o0, o1, high);
+    AddBlock<R, U>(w, op, a, b, low, high, acc);
   }
 }
 
@@ -178,16 +254,20 @@ void Int8Panels(const PackedNBits& w, int64_t panel, const QuantizedRows& a, flo
   }
 }
 
-// Runs `panels` panels for R rows, PanelsAtOnce(R) slices at a time (their 2R
-// chains each fill half the registers). A group's panels sit side by side, so
-// slice v of the call starts 8 v columns past the first.
+// Runs `panels` panels (2 x panels slices) for R rows. A group's panels sit side
+// by side, so slice v of the call starts 8 v columns past the first.
 template <int R>
 void FloatRows(const PackedNBits& w, int64_t panel, int panels, const SummedRows& a, float* acc) {
-  constexpr int kAtOnce = PanelsAtOnce(R);
+  constexpr int kAtOnce = SlicesAtOnce(R);
   PanelOperands op = OperandsOf(w, panel);
   for (int v = 0; v < 2 * panels;) {
     const int n = std::min(kAtOnce, 2 * panels - v);
-    ForCount<kAtOnce>(n, [&]<int U>() { FloatSlices<R, U>(w, op, a, acc + 8 * v); });
+    ForCount<kAtOnce>(n, [&]<int U>() {
+      if constexpr (R <= 2)
+        FloatSlices<R, U>(w, op, a, acc + 8 * v);
+      else
+        FloatSlicesTwoPass<R, U>(w, op, a, acc + 8 * v);
+    });
     op.data += 32 * n;
     op.scales += 8 * n;
     if (op.zero_codes) op.zero_codes += 8 * n;
@@ -195,6 +275,10 @@ void FloatRows(const PackedNBits& w, int64_t panel, int panels, const SummedRows
     v += n;
   }
 }
+
+// Panels per call of the int8 arithmetic: four (a group) for one row, two for
+// two, one for more.
+constexpr int PanelsAtOnce(int rows) { return rows == 1 ? 4 : rows == 2 ? 2 : 1; }
 
 template <int R, bool kVnni>
 void Int8Rows(const PackedNBits& w, int64_t panel, int panels, const QuantizedRows& a, float* acc) {
