@@ -213,6 +213,28 @@ TEST_P(NBitsIsaTest, FloatEdges) {
   }
 }
 
+// Activations at the bound of the rows scaled for codes read in place (AVX2's
+// one- and two-row float kernels, kMinScaledExactly in nbits_kernels.h): rows
+// of magnitudes in [2^e, 2^(e + 1)) with zeros of both signs. From the bound
+// (e = -102) the scaled rows are exact; below it (e = -103, and subnormals) they
+// would lose bits, and the kernels take the shifted codes. The outputs are of
+// the values' size, so a lost bit shows.
+TEST_P(NBitsIsaTest, FloatActivationsAtTheScalingBound) {
+  for (int64_t M : {1, 2}) {
+    for (int e : {-102, -103, -140}) {
+      Case c = MakeCase(M, 200, 40, 32, -2, true, 29);
+      for (size_t i = 0; i < c.a.size(); ++i)
+        c.a[i] = std::ldexp(std::copysign(1.f + std::fabs(c.a[i]) / 8.f, c.a[i]), e);
+      for (float& b : c.bias) b = std::ldexp(b, e);
+      c.a[3] = 0.f;
+      c.a[11] = -0.f;
+      EXPECT_TRUE(SameBytes(RunPacked(c, NBitsArithmetic::kFloat, GetParam(), nullptr),
+                            Reference(c, NBitsArithmetic::kFloat)))
+          << "M " << M << " 2^" << e;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Paths, NBitsIsaTest, ::testing::ValuesIn(kAllIsas),
                          [](const ::testing::TestParamInfo<Isa>& info) {
                            return std::string(IsaName(info.param));

@@ -116,35 +116,62 @@ void QuantizeBlockScalar(const float* a, int64_t count, int8_t* q, int32_t* sum,
 }
 
 constinit const PanelKernels kScalarPanels = {FloatPanelScalar, Int8PanelScalar,
-                                              QuantizeBlockScalar};
+                                              QuantizeBlockScalar, false};
 
 }  // namespace nbits
 
 namespace {
 
 // A's rows for the kFloat kernels: read in place when K is whole octets, else
-// copied with zeros up to the last octet; and each block's sum in increasing k.
+// copied with zeros up to the last octet; each block's sum in increasing k; and,
+// for kernels that read them, the rows scaled for codes masked in place.
 struct FloatA {
   const float* a;
   int64_t lda, k_blocks;
   std::vector<float> padded;  // empty: A in place
   int64_t padded_ld;
   std::vector<float> sums;
+  std::vector<float> scaled;  // empty: none
   // Rows r0 on, as the kernels take them.
   nbits::SummedRows From(int64_t r0) const {
     const float* sums_r0 = sums.data() + r0 * k_blocks;
-    if (padded.empty()) return {a + r0 * lda, lda, sums_r0};
-    return {padded.data() + r0 * padded_ld, padded_ld, sums_r0};
+    const float* scaled_r0 = scaled.empty() ? nullptr : scaled.data() + r0 * padded_ld;
+    if (padded.empty()) return {a + r0 * lda, lda, sums_r0, scaled_r0};
+    return {padded.data() + r0 * padded_ld, padded_ld, sums_r0, scaled_r0};
   }
 };
 
+// A's rows times 2^-kMaskedCodeExponent[k % 8] (a multiplication by a power of
+// two: exact while the product is a normal float), or nothing when a value would
+// not scale exactly.
+std::vector<float> ScaledRows(const float* a, int64_t M, int64_t lda, int64_t K,
+                              int64_t row_length) {
+  float factors[kNBitsStepK];
+  for (int j = 0; j < kNBitsStepK; ++j)
+    factors[j] = std::ldexp(1.f, -nbits::kMaskedCodeExponent[j]);
+  std::vector<float> scaled(M * row_length, 0.f);
+  bool exact = true;
+  for (int64_t m = 0; m < M; ++m) {
+    const float* row = a + m * lda;
+    float* out = scaled.data() + m * row_length;
+    for (int64_t k = 0; k < K; ++k) {
+      const float v = row[k];
+      exact &= std::fabs(v) >= nbits::kMinScaledExactly || v == 0.f || std::isnan(v);
+      out[k] = v * factors[k % kNBitsStepK];
+    }
+  }
+  if (!exact) scaled.clear();
+  return scaled;
+}
+
 FloatA PrepareFloatRows(const float* a, int64_t M, int64_t lda, int64_t K, int64_t block_size,
-                        int64_t k_blocks, int64_t row_length) {
-  FloatA f{a, lda, k_blocks, {}, row_length, {}};
+                        int64_t k_blocks, int64_t row_length, bool scaled) {
+  FloatA f{a, lda, k_blocks, {}, row_length, {}, {}};
   if (row_length != K) {
     f.padded.assign(M * row_length, 0.f);
     for (int64_t m = 0; m < M; ++m) std::copy_n(a + m * lda, K, f.padded.begin() + m * row_length);
   }
+  if (scaled && M <= nbits::kScaledRowsMax) f.scaled = ScaledRows(a, M, lda, K, row_length);
   f.sums.resize(M * k_blocks);
   for (int64_t m = 0; m < M; ++m) {
     for (int64_t b = 0; b < k_blocks; ++b) {
@@ -257,8 +284,9 @@ void NBitsMatMul(const PackedNBits& w, int64_t M, const float* a, int64_t lda, c
   const QuantizedA qa = int8 ? QuantizeRows(kernels.quantize_block, a, M, lda, w.K, w.block_size,
                                             w.k_blocks, row_length)
                              : QuantizedA{};
-  const FloatA fa =
-      int8 ? FloatA{} : PrepareFloatRows(a, M, lda, w.K, w.block_size, w.k_blocks, row_length);
+  const FloatA fa = int8 ? FloatA{}
+                         : PrepareFloatRows(a, M, lda, w.K, w.block_size, w.k_blocks, row_length,
+                                            kernels.reads_scaled_rows);
   auto run = [&](int64_t p0, int64_t p1) {
     float acc[nbits::kNBitsRows * nbits::kNBitsAccRow];
     for (int64_t p = p0; p < p1;) {

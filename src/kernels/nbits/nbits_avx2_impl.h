@@ -60,11 +60,14 @@ inline void AddBlock(const PackedNBits& w, const PanelOperands& op, const Summed
 }
 
 // The codes of one nibble (0: k % 8 < 4, 1: k % 8 >= 4) at step t of an octet's
-// 8 columns, as floats.
-template <int kHalf>
+// 8 columns, as floats: shifted down to float(q), or (kInPlace) masked where
+// they lie, float(q) x 2^kMaskedCodeExponent[4 kHalf + t], which saves the shift.
+template <int kHalf, bool kInPlace = false>
 inline __m256 Codes(__m256i x, int t) {
   const int shift = 8 * t + 4 * kHalf;
   if (shift == 28) return _mm256_cvtepi32_ps(_mm256_srli_epi32(x, 28));
+  if constexpr (kInPlace)
+    return _mm256_cvtepi32_ps(_mm256_and_si256(x, _mm256_set1_epi32(15 << shift)));
   const __m256i lane = shift ? _mm256_srli_epi32(x, shift) : x;
   return _mm256_cvtepi32_ps(_mm256_and_si256(lane, _mm256_set1_epi32(15)));
 }
@@ -72,9 +75,11 @@ inline __m256 Codes(__m256i x, int t) {
 // One or two rows on U slices from the call's first column (nbits.h's kFloat
 // order): per block the low and the high codes' chains side by side, which
 // gives a single row 2U independent chains, and the weights prefetched (they
-// stream from memory at this rate).
-template <int R, int U>
+// stream from memory at this rate). The unpacking bounds this loop: with
+// kScaled it reads A's scaled rows and the codes masked in place.
+template <int R, int U, bool kScaled>
 void FloatSlices(const PackedNBits& w, const PanelOperands& op, const SummedRows& a, float* acc) {
+  const float* values = kScaled ? a.scaled : a.values;
   const int64_t block_octets = w.block_size / kNBitsStepK;
   ZeroSlices<R, U>(acc);
   for (int64_t b = 0; b < w.k_blocks; ++b) {
@@ -93,10 +98,10 @@ void FloatSlices(const PackedNBits& w, const PanelOperands& op, const SummedRows
             reinterpret_cast<const __m256i*>(op.data + o * op.data_stride + 32 * u));
 #pragma GCC unroll 4
         for (int t = 0; t < 4; ++t) {
-          const __m256 q_low = Codes<0>(x, t), q_high = Codes<1>(x, t);
+          const __m256 q_low = Codes<0, kScaled>(x, t), q_high = Codes<1, kScaled>(x, t);
 #pragma GCC unroll 4
           for (int r = 0; r < R; ++r) {
-            const float* ar = a.values + r * a.row_length + o * kNBitsStepK;
+            const float* ar = values + r * a.row_length + o * kNBitsStepK;
             low[r][u] = _mm256_fmadd_ps(_mm256_broadcast_ss(ar + t), q_low, low[r][u]);
             high[r][u] = _mm256_fmadd_ps(_mm256_broadcast_ss(ar + 4 + t), q_high, high[r][u]);
           }
@@ -263,10 +268,14 @@ void FloatRows(const PackedNBits& w, int64_t panel, int panels, const SummedRows
   for (int v = 0; v < 2 * panels;) {
     const int n = std::min(kAtOnce, 2 * panels - v);
     ForCount<kAtOnce>(n, [&]<int U>() {
-      if constexpr (R <= 2)
-        FloatSlices<R, U>(w, op, a, acc + 8 * v);
-      else
+      if constexpr (R <= 2) {
+        if (a.scaled)
+          FloatSlices<R, U, true>(w, op, a, acc + 8 * v);
+        else
+          FloatSlices<R, U, false>(w, op, a, acc + 8 * v);
+      } else {
         FloatSlicesTwoPass<R, U>(w, op, a, acc + 8 * v);
+      }
     });
     op.data += 32 * n;
     op.scales += 8 * n;
@@ -303,7 +312,7 @@ void Int8PanelAvx2(const PackedNBits& w, int64_t panel, int panels, int rows,
 // The table of one of the two instruction sets.
 template <bool kVnni>
 constexpr PanelKernels Avx2PanelKernels() {
-  return {FloatPanelAvx2, Int8PanelAvx2<kVnni>, QuantizeBlockScalar};
+  return {FloatPanelAvx2, Int8PanelAvx2<kVnni>, QuantizeBlockScalar, true};
 }
 
 }  // namespace

@@ -249,7 +249,7 @@ void Int8PanelAvx512(const PackedNBits& w, int64_t panel, int panels, int rows,
 // The table of one of the two instruction sets.
 template <bool kVnni>
 constexpr PanelKernels Avx512PanelKernels() {
-  return {FloatPanelAvx512, Int8PanelAvx512<kVnni>, QuantizeBlockAvx512};
+  return {FloatPanelAvx512, Int8PanelAvx512<kVnni>, QuantizeBlockAvx512, false};
 }
 
 }  // namespace

@@ -58,12 +58,25 @@ inline void PrefetchBlock(const PanelOperands& op, int64_t b) {
 
 // Rows of A for the kFloat arithmetic: values holds row r at r x row_length,
 // k_steps x 8 values readable (those past K 0), sums the per-block sums of a
-// (k_blocks per row; nbits.h).
+// (k_blocks per row; nbits.h). scaled, when not null, holds the same rows with
+// value k times 2^-kMaskedCodeExponent[k % 8], for a kernel that reads the codes
+// masked in place (PanelKernels::reads_scaled_rows).
 struct SummedRows {
   const float* values;
   int64_t row_length;
   const float* sums;
+  const float* scaled = nullptr;
 };
+
+// Where code k % 8 lies in its column's int32 lane (nbits.h): masked in place,
+// not shifted down, it converts to float(q) x 2^exponent (the last code, in bits
+// 28-31, would make the lane negative and is shifted down). A scaled by
+// 2^-exponent keeps each product a x q, and so every fma, exact, as long as the
+// scaled value is a normal float (|a| >= kMinScaledExactly), zero or not finite.
+inline constexpr int kMaskedCodeExponent[kNBitsStepK] = {0, 8, 16, 24, 4, 12, 20, 0};
+inline constexpr float kMinScaledExactly = 0x1p-102f;
+// Rows per call up to which the driver prepares SummedRows::scaled.
+inline constexpr int64_t kScaledRowsMax = 2;
 
 // Rows of A for the kInt8 arithmetic, quantized per block: values holds q_a
 // (row_length = k_steps x 8 int8 per row, padding 0), sums the per-block sums
@@ -96,6 +109,9 @@ struct PanelKernels {
   FloatPanelFn float_panel;
   Int8PanelFn int8_panel;
   QuantizeBlockFn quantize_block;
+  // Whether float_panel reads SummedRows::scaled (when not null) for its one- and
+  // two-row tiles.
+  bool reads_scaled_rows;
 };
 
 void QuantizeBlockScalar(const float* a, int64_t count, int8_t* q, int32_t* sum, float* scale);
