@@ -176,6 +176,27 @@ TEST_P(NBitsIsaTest, OutputColumnRanges) {
   }
 }
 
+// A's rows further apart than K (lda > K), with K whole octets (read in place)
+// and not (copied), at the row counts of each kind of tile.
+TEST_P(NBitsIsaTest, RowsApartInA) {
+  for (NBitsArithmetic arith : {NBitsArithmetic::kFloat, NBitsArithmetic::kInt8}) {
+    for (int64_t K : {96, 100}) {
+      for (int64_t M : {1, 2, 5}) {
+        const Case c = MakeCase(M, K, 40, 32, -2, true, 31);
+        const int64_t lda = K + 3;
+        std::vector<float> a(M * lda, std::numeric_limits<float>::quiet_NaN());
+        for (int64_t m = 0; m < M; ++m) std::copy_n(c.a.begin() + m * K, K, a.begin() + m * lda);
+        const PackedNBits w =
+            PackNBits(c.q.data(), c.scales.data(), c.zero.data(), c.K, c.N, c.block_size, arith);
+        std::vector<float> y(M * c.N);
+        NBitsMatMul(w, M, a.data(), lda, c.bias.data(), y.data(), c.N, nullptr, GetParam());
+        EXPECT_TRUE(SameBytes(y, Reference(c, arith)))
+            << "arith " << static_cast<int>(arith) << " K " << K << " M " << M;
+      }
+    }
+  }
+}
+
 // The int8 arithmetic's quantization of A on values at its edges: NaN (skipped
 // by amax, quantized to 0), infinities, signed zeros, subnormals, ties of the
 // rounding (amax 127: a * (127 / amax) = a) and a block's partial vector.

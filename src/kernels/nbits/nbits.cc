@@ -135,15 +135,15 @@ struct FloatA {
   // Rows r0 on, as the kernels take them.
   nbits::SummedRows From(int64_t r0) const {
     const float* sums_r0 = sums.data() + r0 * k_blocks;
-    const float* scaled_r0 = scaled.empty() ? nullptr : scaled.data() + r0 * padded_ld;
-    if (padded.empty()) return {a + r0 * lda, lda, sums_r0, scaled_r0};
-    return {padded.data() + r0 * padded_ld, padded_ld, sums_r0, scaled_r0};
+    const int64_t ld = padded.empty() ? lda : padded_ld;
+    const float* scaled_r0 = scaled.empty() ? nullptr : scaled.data() + r0 * ld;
+    return {padded.empty() ? a + r0 * lda : padded.data() + r0 * padded_ld, ld, sums_r0, scaled_r0};
   }
 };
 
 // A's rows times 2^-kMaskedCodeExponent[k % 8] (a multiplication by a power of
-// two: exact while the product is a normal float), or nothing when a value would
-// not scale exactly.
+// two: exact while the product is a normal float), row_length apart as the rows
+// the kernels read beside them, or nothing when a value would not scale exactly.
 std::vector<float> ScaledRows(const float* a, int64_t M, int64_t lda, int64_t K,
                               int64_t row_length) {
   float factors[kNBitsStepK];
@@ -171,7 +171,8 @@ FloatA PrepareFloatRows(const float* a, int64_t M, int64_t lda, int64_t K, int64
     f.padded.assign(M * row_length, 0.f);
     for (int64_t m = 0; m < M; ++m) std::copy_n(a + m * lda, K, f.padded.begin() + m * row_length);
   }
-  if (scaled && M <= nbits::kScaledRowsMax) f.scaled = ScaledRows(a, M, lda, K, row_length);
+  if (scaled && M <= nbits::kScaledRowsMax)
+    f.scaled = ScaledRows(a, M, lda, K, f.padded.empty() ? lda : row_length);
   f.sums.resize(M * k_blocks);
   for (int64_t m = 0; m < M; ++m) {
     for (int64_t b = 0; b < k_blocks; ++b) {
