@@ -217,20 +217,23 @@ TEST_P(NBitsIsaTest, Int8QuantizationEdgeCases) {
 
 // The float arithmetic's scales and activations at their edges: negative, zero
 // and subnormal scales; an infinity and a NaN in A (the block's sum carries them).
+// M 2: the tiles that read A's scaled rows on AVX2 (nbits_kernels.h).
 TEST_P(NBitsIsaTest, FloatEdges) {
-  for (int zero_mode : {-1, -2, -3}) {
-    Case c = MakeCase(5, 200, 40, 32, zero_mode, true, 17);
-    for (size_t i = 0; i < c.scales.size(); ++i) {
-      if (i % 5 == 1) c.scales[i] = -c.scales[i];
-      if (i % 7 == 2) c.scales[i] = 0.f;
-      if (i % 11 == 3) c.scales[i] = std::ldexp(1.5f, -126);
-      if (i % 13 == 4) c.scales[i] = 3 * std::numeric_limits<float>::denorm_min();
+  for (int64_t M : {2, 5}) {
+    for (int zero_mode : {-1, -2, -3}) {
+      Case c = MakeCase(M, 200, 40, 32, zero_mode, true, 17);
+      for (size_t i = 0; i < c.scales.size(); ++i) {
+        if (i % 5 == 1) c.scales[i] = -c.scales[i];
+        if (i % 7 == 2) c.scales[i] = 0.f;
+        if (i % 11 == 3) c.scales[i] = std::ldexp(1.5f, -126);
+        if (i % 13 == 4) c.scales[i] = 3 * std::numeric_limits<float>::denorm_min();
+      }
+      c.a[(M - 2) * c.K + 43] = std::numeric_limits<float>::infinity();
+      c.a[(M - 1) * c.K + 70] = std::numeric_limits<float>::quiet_NaN();
+      EXPECT_TRUE(SameBytes(RunPacked(c, NBitsArithmetic::kFloat, GetParam(), nullptr),
+                            Reference(c, NBitsArithmetic::kFloat)))
+          << "M " << M << " zero " << zero_mode;
     }
-    c.a[3 * c.K + 40] = std::numeric_limits<float>::infinity();
-    c.a[4 * c.K + 70] = std::numeric_limits<float>::quiet_NaN();
-    EXPECT_TRUE(SameBytes(RunPacked(c, NBitsArithmetic::kFloat, GetParam(), nullptr),
-                          Reference(c, NBitsArithmetic::kFloat)))
-        << zero_mode;
   }
 }
 
