@@ -25,9 +25,9 @@ inline __m256 LoadZero(const PanelOperands& op, int64_t at) {
   return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(codes));
 }
 
-// Slices of 8 columns (half panels) per pass of the float kernels: four for one
-// row, two for more.
-constexpr int SlicesAtOnce(int rows) { return rows == 1 ? 4 : 2; }
+// Panels per pass of the float kernels (each two slices of 8 columns): two for
+// one row, one for more.
+constexpr int FloatPanelsAtOnce(int rows) { return rows == 1 ? 2 : 1; }
 
 // Zeroes R rows of U slices of acc.
 template <int R, int U>
@@ -259,29 +259,31 @@ void Int8Panels(const PackedNBits& w, int64_t panel, const QuantizedRows& a, flo
   }
 }
 
-// Runs `panels` panels (2 x panels slices) for R rows. A group's panels sit side
-// by side, so slice v of the call starts 8 v columns past the first.
+// Runs `panels` panels for R rows, FloatPanelsAtOnce(R) at a time as twice as
+// many slices. A group's panels sit side by side, so panel i of the call starts
+// 16 i columns past the first.
 template <int R>
 void FloatRows(const PackedNBits& w, int64_t panel, int panels, const SummedRows& a, float* acc) {
-  constexpr int kAtOnce = SlicesAtOnce(R);
+  constexpr int kAtOnce = FloatPanelsAtOnce(R);
   PanelOperands op = OperandsOf(w, panel);
-  for (int v = 0; v < 2 * panels;) {
-    const int n = std::min(kAtOnce, 2 * panels - v);
-    ForCount<kAtOnce>(n, [&]<int U>() {
+  for (int i = 0; i < panels;) {
+    const int n = std::min(kAtOnce, panels - i);
+    float* out = acc + i * kNBitsPanel;
+    ForCount<kAtOnce>(n, [&]<int P>() {
       if constexpr (R <= 2) {
         if (a.scaled)
-          FloatSlices<R, U, true>(w, op, a, acc + 8 * v);
+          FloatSlices<R, 2 * P, true>(w, op, a, out);
         else
-          FloatSlices<R, U, false>(w, op, a, acc + 8 * v);
+          FloatSlices<R, 2 * P, false>(w, op, a, out);
       } else {
-        FloatSlicesTwoPass<R, U>(w, op, a, acc + 8 * v);
+        FloatSlicesTwoPass<R, 2 * P>(w, op, a, out);
       }
     });
-    op.data += 32 * n;
-    op.scales += 8 * n;
-    if (op.zero_codes) op.zero_codes += 8 * n;
-    if (op.zero_points) op.zero_points += 8 * n;
-    v += n;
+    op.data += kNBitsStepBytes * n;
+    op.scales += kNBitsPanel * n;
+    if (op.zero_codes) op.zero_codes += kNBitsPanel * n;
+    if (op.zero_points) op.zero_points += kNBitsPanel * n;
+    i += n;
   }
 }
 
