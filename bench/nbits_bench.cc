@@ -89,9 +89,11 @@ void BM_SgemmSameShape(benchmark::State& state) {
 }
 
 // K x N: SmolLM2-135M's projections (q / o, gate / up, down, the LM head) and
-// Qwen3-0.6B's MLP.
+// Qwen3-0.6B's (gate or up, down, o, and the merged products of one input: q, k
+// and v; gate and up).
 constexpr int64_t kShapes[][2] = {{576, 576},   {576, 1536},  {1536, 576},
-                                  {576, 49152}, {1024, 3072}, {3072, 1024}};
+                                  {576, 49152}, {1024, 3072}, {3072, 1024},
+                                  {2048, 1024}, {1024, 4096}, {1024, 6144}};
 
 void Shapes(benchmark::internal::Benchmark* b) {
   for (int64_t cold : {0, 1})

@@ -18,7 +18,8 @@ uses): the same step appending to a cache of context - 1 positions held across r
 by a prefill of random tokens, truncated back before each round) instead of the graph's
 presents = Concat(past, new); ORT runs the graph as written. With --profile N, after each
 phase's rounds octet's kernel time per op type over --rounds more runs of it (the N op
-types that take the most, ms per run: OCTET_PROFILE's counters), and octet-kv's for decode.
+types that take the most, ms per run: OCTET_PROFILE's counters), octet-kv's for decode,
+and ONNX Runtime's (its profiler's node times, op types of the graph it optimized).
 
     .venv/bin/python tools/bench_llm.py build/models/smollm2-135m.cached.a8w8.onnx \\
         [MODEL...] [--threads 1,2] [--prefill 32,256] [--context 256] [--rounds 5] \\
@@ -118,6 +119,27 @@ def op_profile(session, fn, runs):
     return per_run
 
 
+def ort_op_profile(path, threads, feeds, runs):
+    """{op type: (kernel ms, nodes run) per run} of ONNX Runtime over `runs` calls of the
+    model on feeds after one warm-up call, from its profiler (a session of its own, so the
+    timed rounds run without it)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        session = measure.ort_session(path, threads, profile_prefix=os.path.join(tmp, "ort"))
+        for _ in range(runs + 1):
+            session.run(None, feeds)
+        with open(session.end_profiling()) as f:
+            events = json.load(f)
+    starts = sorted(e["ts"] for e in events if e.get("name") == "model_run")
+    per_run = {}
+    for e in events:
+        if e.get("cat") != "Node" or not e["name"].endswith("_kernel_time") or \
+                e["ts"] < starts[1]:
+            continue
+        ms, calls = per_run.get(e["args"]["op_name"], (0.0, 0))
+        per_run[e["args"]["op_name"]] = (ms + e["dur"] / 1e3 / runs, calls + 1 / runs)
+    return per_run
+
+
 def held_cache_step(session, layout, context):
     """fn() running one decode step at `context` with octet holding the KV cache, or None
     when it cannot hold this model's."""
@@ -173,6 +195,8 @@ def bench_model(path, threads, args):
                 if engine in fns:
                     ops = op_profile(sessions["octet"], fns[engine], args.rounds)
                     print_profile(engine, path, phase, tokens, threads, ops, args.profile)
+            ops = ort_op_profile(path, threads, feeds, args.rounds)
+            print_profile("ort", path, phase, tokens, threads, ops, args.profile)
     if args.rss:
         with tempfile.TemporaryDirectory() as tmp:
             feeds_path = os.path.join(tmp, "feeds.npz")
@@ -265,8 +289,8 @@ def main():
     parser.add_argument("--gguf", metavar="FILE")
     parser.add_argument("--rss", action="store_true")
     parser.add_argument("--profile", type=int, default=0, metavar="N",
-                        help="print octet's N op types with the most kernel time per phase, "
-                             "and the nodes run per step")
+                        help="print octet's and ONNX Runtime's N op types with the most kernel "
+                             "time per phase, and the nodes run per step")
     parser.add_argument("--json", metavar="OUT")
     args = parser.parse_args()
     args.threads = [int(t) for t in args.threads.split(",")]

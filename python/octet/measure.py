@@ -197,12 +197,15 @@ def load_average():
 # ---------------------------------------------------------------- engines
 
 
-def ort_session(model, threads, level="all", spinning=False, optimized_path=None, quiet=False):
+def ort_session(model, threads, level="all", spinning=False, optimized_path=None, quiet=False,
+                profile_prefix=None):
     """An onnxruntime session as every octet benchmark configures it: CPU execution provider,
     graph optimization `level` ("all", "extended", "basic", "disable"), intra_op_num_threads =
     threads, inter_op_num_threads = 1, spinning off unless asked (spinning workers would take
     the core the other engine needs between its runs). model: a path or serialized bytes.
-    optimized_path: where ORT writes the graph it optimized. quiet: errors only in ORT's log."""
+    optimized_path: where ORT writes the graph it optimized. quiet: errors only in ORT's log.
+    profile_prefix: ORT's profiler on, its JSON written from that path prefix
+    (session.end_profiling() returns the file)."""
     import onnxruntime as ort
     levels = {"all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
               "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
@@ -217,6 +220,9 @@ def ort_session(model, threads, level="all", spinning=False, optimized_path=None
         options.optimized_model_filepath = str(optimized_path)
     if quiet:
         options.log_severity_level = 3
+    if profile_prefix:
+        options.enable_profiling = True
+        options.profile_file_prefix = str(profile_prefix)
     return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
 
 

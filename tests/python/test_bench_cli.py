@@ -535,3 +535,22 @@ def test_bench_llm_profile_counts_only_its_own_runs():
     got = bench_llm.op_profile(session, run, 4)
     assert session.profiling is False
     assert list(got) == ["A"] and abs(got["A"][0] - 2.0) < 1e-9 and got["A"][1] == 3
+
+
+def test_bench_llm_ort_profile_counts_only_the_timed_runs(tmp_path):
+    """tools/bench_llm.py --profile's ONNX Runtime side: per op type the nodes per run of the
+    timed runs (the warm-up run left out) and a positive time."""
+    import bench_llm
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 8])
+    nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Add", ["r", "x"], ["s"]),
+             helper.make_node("Add", ["s", "r"], ["y"])]
+    model = helper.make_model(helper.make_graph(nodes, "g", [x], [y]),
+                              opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    path = tmp_path / "m.onnx"
+    onnx.save(model, path)
+    feeds = {"x": np.ones((4, 8), np.float32)}
+    got = bench_llm.ort_op_profile(str(path), 1, feeds, 3)
+    assert set(got) == {"Relu", "Add"}
+    assert got["Relu"][1] == pytest.approx(1) and got["Add"][1] == pytest.approx(2)
+    assert all(ms > 0 for ms, _ in got.values())
