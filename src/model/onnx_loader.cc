@@ -1,5 +1,9 @@
 #include "model/onnx_loader.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <bit>
 #include <cctype>
@@ -9,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <set>
 #include <utility>
@@ -191,11 +196,17 @@ bool IsInsideFolder(const fs::path& path, const fs::path& folder) {
   return folder_end == folder.end() && path_it != path.end();
 }
 
-// Reads the `expected_bytes` an EXTERNAL tensor points to (a missing length means
-// exactly those). The location must stay inside the model's folder, also after
-// resolving symlinks, so a model cannot make octet read arbitrary files.
-std::string ReadExternalData(const onnx::TensorProto& proto, const std::string& base_dir,
-                             size_t expected_bytes, const std::string& what) {
+// Where the `expected_bytes` an EXTERNAL tensor points to lie (a missing length means
+// exactly those), checked to be inside the file. The location must stay inside the
+// model's folder, also after resolving symlinks, so a model cannot make octet read
+// arbitrary files.
+struct ExternalBytes {
+  fs::path file;
+  std::string location;  // as the model names it, for messages
+  int64_t offset;
+};
+ExternalBytes LocateExternalData(const onnx::TensorProto& proto, const std::string& base_dir,
+                                 size_t expected_bytes, const std::string& what) {
   OCTET_CHECK(!base_dir.empty(), what,
               ": uses external data, which needs the model's folder (load the model from its "
               "file, or pass base_dir)");
@@ -247,16 +258,45 @@ std::string ReadExternalData(const onnx::TensorProto& proto, const std::string& 
               ": external data offset ", offset, " + length ", expected_bytes,
               " is beyond the end of '", location, "' (", file_size, " bytes)");
 
-  std::ifstream in(file, std::ios::binary);
-  OCTET_CHECK(in, what, ": cannot open external data file '", location,
+  return {file, location, offset};
+}
+
+std::string ReadExternalData(const ExternalBytes& at, size_t expected_bytes,
+                             const std::string& what) {
+  std::ifstream in(at.file, std::ios::binary);
+  OCTET_CHECK(in, what, ": cannot open external data file '", at.location,
               "': ", std::strerror(errno));
   std::string bytes(expected_bytes, '\0');
-  in.seekg(offset);
+  in.seekg(at.offset);
   in.read(bytes.data(), static_cast<std::streamsize>(expected_bytes));
   OCTET_CHECK(in && static_cast<size_t>(in.gcount()) == expected_bytes, what, ": failed to read ",
-              expected_bytes, " bytes at offset ", offset, " of external data file '", location,
-              "'");
+              expected_bytes, " bytes at offset ", at.offset, " of external data file '",
+              at.location, "'");
   return bytes;
+}
+
+// External data of at least this many bytes, at an offset of a whole number of
+// cache lines, is mapped from its file instead of read: its pages enter memory as
+// they are touched (an embedding table a row per token), and a tensor that a kernel
+// packs at session creation gives its pages back when it is released.
+constexpr size_t kMappedExternalBytes = size_t{1} << 20;
+constexpr int64_t kMappedExternalAlign = 64;
+
+// A private, copy-on-write mapping of the bytes at.offset..+bytes, as a tensor's
+// owner (unmapped when the last view goes) and where they start; null when the
+// system refuses it, and the caller reads them instead.
+std::shared_ptr<void> MapExternalData(const ExternalBytes& at, size_t bytes, void** data) {
+  const int64_t page = ::sysconf(_SC_PAGESIZE);
+  if (page <= 0) return nullptr;
+  const int64_t start = at.offset / page * page;
+  const size_t length = bytes + static_cast<size_t>(at.offset - start);
+  const int fd = ::open(at.file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return nullptr;
+  void* base = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, start);
+  ::close(fd);
+  if (base == MAP_FAILED) return nullptr;
+  *data = static_cast<uint8_t*>(base) + (at.offset - start);
+  return std::shared_ptr<void>(base, [length](void* p) { ::munmap(p, length); });
 }
 
 Tensor TensorFromProto(const onnx::TensorProto& proto, const std::string& base_dir,
@@ -289,7 +329,15 @@ Tensor TensorFromProto(const onnx::TensorProto& proto, const std::string& base_d
   const bool external = proto.data_location() == onnx::TensorProto_DataLocation_EXTERNAL;
   if (external) {
     check_limit();
-    const std::string bytes = ReadExternalData(proto, base_dir, expected_bytes, what);
+    const ExternalBytes at = LocateExternalData(proto, base_dir, expected_bytes, what);
+    // 4-bit and bool bytes are converted or checked on the way in.
+    if (!Is4Bit(dtype) && dtype != DType::kBool && expected_bytes >= kMappedExternalBytes &&
+        at.offset % kMappedExternalAlign == 0) {
+      void* data = nullptr;
+      if (std::shared_ptr<void> mapping = MapExternalData(at, expected_bytes, &data))
+        return Tensor::View(dtype, shape, data, std::move(mapping));
+    }
+    const std::string bytes = ReadExternalData(at, expected_bytes, what);
     Tensor t(dtype, shape);
     CopySerialized(bytes, t, what);
     return t;

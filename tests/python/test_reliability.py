@@ -99,6 +99,33 @@ def test_external_data_path_that_is_not_utf8_is_refused(tmp_path):
                  "is not valid UTF-8")
 
 
+def test_large_external_weights_give_the_bits_of_inline_ones(tmp_path):
+    """A float MatMul and a Gather whose 4 MB tables sit in an external data file (octet maps
+    them from it) give the bytes the same model with the tables inline gives, in a session
+    that outlives the model file's deletion."""
+    rng = np.random.default_rng(3)
+    w = numpy_helper.from_array(rng.standard_normal((1024, 1024)).astype(np.float32), "w")
+    table = numpy_helper.from_array(rng.standard_normal((1024, 1024)).astype(np.float32), "t")
+    graph = helper.make_graph(
+        [helper.make_node("Gather", ["t", "ids"], ["rows"]),
+         helper.make_node("MatMul", ["rows", "w"], ["y"])], "g",
+        [helper.make_tensor_value_info("ids", TensorProto.INT64, [3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 1024])], [w, table])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+    feeds = {"ids": np.array([5, 1023, 0], np.int64)}
+    inline = octet.InferenceSession(model.SerializeToString()).run(None, feeds)[0]
+    folder = tmp_path / "external"
+    folder.mkdir()
+    onnx.save_model(model, folder / "model.onnx", save_as_external_data=True,
+                    location="model.data", size_threshold=1024)
+    assert (folder / "model.data").stat().st_size >= 8 << 20
+    session = octet.InferenceSession(folder / "model.onnx")
+    for f in folder.iterdir():
+        f.unlink()
+    external = session.run(None, feeds)[0]
+    assert external.tobytes() == inline.tobytes()
+
+
 def test_paths_that_are_not_utf8_give_octet_errors(tmp_path):
     # A file name with a byte that is not UTF-8 (os.fsdecode gives a lone surrogate).
     name = os.fsdecode(b"model-\xff.onnx")

@@ -723,6 +723,38 @@ TEST_F(LoaderFileTest, ReadsExternalDataBesideTheModel) {
   ExpectContains(ErrorOf([&] { Load(m); }), {"initializer 'w'", "external data"});
 }
 
+// Large external tensors at a cache-line offset are mapped from the file, others
+// read: both ways give the file's bytes, and a mapped tensor keeps them after the
+// model that loaded it is gone.
+TEST_F(LoaderFileTest, LargeExternalDataIsMappedWithTheSameBytes) {
+  std::vector<float> floats(300 * 1024);  // 1.2 MB: past the mapping threshold
+  for (size_t i = 0; i < floats.size(); ++i) floats[i] = static_cast<float>(i % 977) - 488.5f;
+  const std::string data = BytesOf(floats);
+  // At 4160, inside a page (mapped), 4 bytes after it (not a whole number of cache
+  // lines: read), and small (read).
+  WriteFile(dir_ / "big.bin", std::string(4160, 'x') + data + std::string(4, 'y') + data);
+  onnx::ModelProto m = ModelWithInitializer(
+      External(TensorProto::FLOAT, {300, 1024}, "big.bin", "4160", std::to_string(data.size())));
+  auto* g = m.mutable_graph();
+  TensorProto unaligned =
+      External(TensorProto::FLOAT, {300, 1024}, "big.bin", std::to_string(4160 + data.size() + 4));
+  unaligned.set_name("unaligned");
+  *g->add_initializer() = unaligned;
+  TensorProto small = External(TensorProto::FLOAT, {4}, "big.bin", "4160");
+  small.set_name("small");
+  *g->add_initializer() = small;
+  Tensor kept;
+  {
+    const Model model = SaveAndLoad(m);
+    const Graph& graph = model.graph;
+    EXPECT_EQ(BytesOf(*graph.values[graph.FindValue("w")].initializer), data);
+    EXPECT_EQ(BytesOf(*graph.values[graph.FindValue("unaligned")].initializer), data);
+    EXPECT_EQ(BytesOf(*graph.values[graph.FindValue("small")].initializer), data.substr(0, 16));
+    kept = *graph.values[graph.FindValue("w")].initializer;
+  }
+  EXPECT_EQ(BytesOf(kept), data);
+}
+
 TEST_F(LoaderFileTest, ExternalDataInConstantAttribute) {
   WriteFile(dir_ / "c.bin", BytesOf(std::vector<int64_t>{7, -9}));
   onnx::ModelProto m = BaseModel();
