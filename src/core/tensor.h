@@ -49,8 +49,10 @@ class Tensor {
   int64_t numel() const { return numel_; }
   size_t nbytes() const { return static_cast<size_t>(numel_) * DTypeSize(dtype_); }
   bool defined() const { return dtype_ != DType::kUndefined; }
-  // True when this tensor owns its storage and no other Tensor shares it, so a
-  // caller may hand the bytes on without copying (never true for views).
+  // True when no other Tensor shares this tensor's storage owner, so a caller may
+  // hand the bytes on without copying; false for views of memory they do not own
+  // (no owner). A view that alone holds its owner (a mapped external-data tensor,
+  // whose private mapping may be written) counts as sole.
   bool SoleOwner() const { return owner_ && owner_.use_count() == 1; }
 
   void *raw() { return data_; }
