@@ -9,10 +9,12 @@
 // uint8 zero points (or none) is the int8 arithmetic, every other level and
 // float zero points the float one (ORT computes float zero points in float at
 // level 4 too).
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <vector>
 
+#include "core/weight_arena.h"
 #include "graph/octet_ops.h"
 #include "kernels/nbits/nbits.h"
 #include "ops/registry.h"
@@ -61,16 +63,17 @@ void RunProduct(KernelContext& ctx, const PackedNBits& w, const Tensor& a, const
   NBitsMatMul(w, M, a.data<float>(), w.K, bias, y.data<float>(), w.N, ctx.pool());
 }
 
-// One 4-bit product's weights as PackNBits takes them.
+// One 4-bit product's weights as PackNBits takes them: the codes are read from the
+// constant inputs column by column as they are packed (those tensors outlive the packing).
 struct NBitsOperands {
   int64_t K = 0, N = 0, block_size = 0;
-  std::vector<uint8_t> q;           // N rows of K codes
+  NBitsColumnReader column;
   std::vector<float> scales, zero;  // N rows of k_blocks; zero empty: 8
   bool int8 = false;                // the arithmetic the product asks for
 };
 
 PackedNBits Pack(const NBitsOperands& w, WeightArena* arena) {
-  return PackNBits(w.q.data(), w.scales.data(), w.zero.empty() ? nullptr : w.zero.data(), w.K, w.N,
+  return PackNBits(w.column, w.scales.data(), w.zero.empty() ? nullptr : w.zero.data(), w.K, w.N,
                    w.block_size, w.int8 ? NBitsArithmetic::kInt8 : NBitsArithmetic::kFloat, arena);
 }
 
@@ -96,10 +99,9 @@ NBitsOperands MatMulNBitsOperands(const KernelInit& init, size_t first, int64_t 
               ": scales has ", scales.numel(), " values; expected N * k_blocks = ", N * k_blocks);
   NBitsOperands w;
   w.K = K, w.N = N, w.block_size = bs;
-  w.q.resize(N * K);
-  const uint8_t* packed = b.data<uint8_t>();
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t k = 0; k < K; ++k) w.q[n * K + k] = Nibble(packed + n * k_blocks * blob, k);
+  w.column = [packed = b.data<uint8_t>(), row = k_blocks * blob, K](int64_t n, uint8_t* codes) {
+    for (int64_t k = 0; k < K; ++k) codes[k] = Nibble(packed + n * row, k);
+  };
   w.scales.assign(scales.data<float>(), scales.data<float>() + N * k_blocks);
   bool float_zero = false;
   if (!Omitted(InputOr(init.input_types, first + 2))) {
@@ -123,6 +125,8 @@ NBitsOperands MatMulNBitsOperands(const KernelInit& init, size_t first, int64_t 
   return w;
 }
 
+constexpr int64_t kTransposedColumns = 64;
+
 // octet.BlockedDqMatMul's w, scale and zero_point at inputs first .. first + 2, with the
 // node's attributes block_size and accuracy_level; `what` names the product.
 NBitsOperands BlockedDqOperands(const KernelInit& init, size_t first, const std::string& what) {
@@ -141,9 +145,19 @@ NBitsOperands BlockedDqOperands(const KernelInit& init, size_t first, const std:
   // The kernel's operands are column-major (N rows of K).
   NBitsOperands out;
   out.K = K, out.N = N, out.block_size = bs;
-  out.q.resize(N * K);
-  for (int64_t k = 0; k < K; ++k)
-    for (int64_t n = 0; n < N; ++n) out.q[n * K + k] = Code(w, k * N + n);
+  // w is [K, N]: each run of kTransposedColumns columns is transposed at once, so that
+  // w is read a row at a time rather than one element per row.
+  out.column = [&w, K, N, run = std::vector<uint8_t>(), first = int64_t{-1}](
+                   int64_t n, uint8_t* codes) mutable {
+    if (first < 0 || n < first || n >= first + kTransposedColumns) {
+      first = n;
+      const int64_t width = std::min(kTransposedColumns, N - n);
+      run.resize(K * width);
+      for (int64_t k = 0; k < K; ++k)
+        for (int64_t j = 0; j < width; ++j) run[j * K + k] = Code(w, k * N + n + j);
+    }
+    std::copy_n(run.data() + (n - first) * K, K, codes);
+  };
   out.scales.resize(N * k_blocks);
   out.zero.resize(N * k_blocks);
   const float absent = w.dtype() == DType::kInt4 ? 8.f : 0.f;  // DequantizeLinear's 0
@@ -216,6 +230,8 @@ class NBitsSiblingsKernel : public OpKernel {
     OCTET_CHECK(count >= 1 && node.inputs.size() == 1 + 3 * count && (!nbits || n.size() == count),
                 node.Describe(), ": expects x, then w, scale and zero point per output");
     NBitsOperands all;
+    std::vector<NBitsColumnReader> columns;  // product i's columns from starts[i] on
+    std::vector<int64_t> starts;
     for (size_t i = 0; i < count; ++i) {
       const std::string what = node.Describe() + ", product " + std::to_string(i + 1);
       NBitsOperands w = nbits ? MatMulNBitsOperands(init, 1 + 3 * i, n[i], what)
@@ -228,11 +244,16 @@ class NBitsSiblingsKernel : public OpKernel {
                     ": K, block size and arithmetic must be those of product 1");
       }
       widths_.push_back(w.N);
+      starts.push_back(all.N);
+      columns.push_back(std::move(w.column));
       all.N += w.N;
-      all.q.insert(all.q.end(), w.q.begin(), w.q.end());
       all.scales.insert(all.scales.end(), w.scales.begin(), w.scales.end());
       all.zero.insert(all.zero.end(), w.zero.begin(), w.zero.end());
     }
+    all.column = [&columns, &starts](int64_t n, uint8_t* codes) {
+      const size_t i = std::upper_bound(starts.begin(), starts.end(), n) - starts.begin() - 1;
+      columns[i](n - starts[i], codes);
+    };
     w_ = Pack(all, init.weights);
   }
 
@@ -265,7 +286,17 @@ class GatherBlockQuantizedKernel : public OpKernel {
     block_size_ = node.GetInt("block_size", 128);
     OCTET_CHECK(block_size_ >= 16 && (block_size_ & (block_size_ - 1)) == 0, node.Describe(),
                 ": block_size ", block_size_, " must be a power of two >= 16");
+    const Tensor* data = init.constant_inputs.empty() ? nullptr : init.constant_inputs[0];
+    if (data && (data->dtype() == DType::kInt4 || data->dtype() == DType::kUInt4)) {
+      codes_ =
+          WeightVector<uint8_t>((data->numel() + 1) / 2, 0, WeightAllocator<uint8_t>(init.weights));
+      for (int64_t i = 0; i < data->numel(); ++i)
+        codes_[i / 2] |= static_cast<uint8_t>(Code(*data, i) << ((i & 1) * 4));
+    }
   }
+
+  // Constant 4-bit data lives on as codes_.
+  bool ReadsConstantInRun(size_t input) const override { return input != 0 || codes_.empty(); }
 
   void Run(KernelContext& ctx) override {
     const Node& node = ctx.node();
@@ -298,7 +329,7 @@ class GatherBlockQuantizedKernel : public OpKernel {
     Tensor& y = ctx.AllocateUninitializedOutput(0, DType::kFloat32, out);
     // Zero point 0 of int4 is code 8 (Code); packed codes default to 8 too.
     const int absent = data.dtype() == DType::kUInt4 ? 0 : 8;
-    const uint8_t* bytes = static_cast<const uint8_t*>(data.raw());
+    const uint8_t* bytes = packed ? data.data<uint8_t>() : codes_.data();
     for (int64_t i = 0; i < indices.numel(); ++i) {
       int64_t r = indices.dtype() == DType::kInt64 ? indices.data<int64_t>()[i]
                                                    : indices.data<int32_t>()[i];
@@ -309,7 +340,7 @@ class GatherBlockQuantizedKernel : public OpKernel {
       for (int64_t e = 0; e < row_len; ++e) {
         const int64_t at = r * row_len + e;
         const int64_t blk = r * row_blocks + (e / last) * blocks_last + (e % last) / block_size_;
-        const int code = packed ? Nibble(bytes, at) : Code(data, at);
+        const int code = packed || !codes_.empty() ? Nibble(bytes, at) : Code(data, at);
         const int zp = zero ? (packed ? Nibble(zero->data<uint8_t>(), blk) : Code(*zero, blk))
                             : absent;
         dst[e] = static_cast<float>(code - zp) * scales.data<float>()[blk];
@@ -319,6 +350,9 @@ class GatherBlockQuantizedKernel : public OpKernel {
 
  private:
   int64_t block_size_ = 128;
+  // Constant int4 / uint4 data as Code's values, two to a byte (low nibble first), so
+  // that the initializer, unpacked by the loader, is not held at a byte per code.
+  WeightVector<uint8_t> codes_;
 };
 
 bool AcceptsMatMulNBits(const Node&, const std::vector<DType>& t) {

@@ -97,7 +97,8 @@ def _dequantized(q, scales, z, bs):
     return w.T
 
 
-SHAPES = [(1, 64, 16, 32), (2, 100, 33, 32), (5, 256, 17, 128), (33, 96, 40, 16), (3, 16, 5, 16)]
+SHAPES = [(1, 64, 16, 32), (2, 100, 33, 32), (5, 256, 17, 128), (33, 96, 40, 16), (3, 16, 5, 16),
+          (2, 64, 150, 32)]
 ZEROS = ["absent", "random", 0, 15]
 
 
@@ -318,16 +319,24 @@ def _gbq_model(data, scales, zero, **attrs):
     return _model([node], [helper.make_tensor_value_info("I", TP.INT64, None)], inits)
 
 
-@pytest.mark.parametrize("form", ["packed", "packed_zero", "int4", "int4_zero"])
+@pytest.mark.parametrize("form", ["packed", "packed_zero", "int4", "int4_zero", "uint4",
+                                  "uint4_zero"])
 def test_gather_block_quantized_equals_onnxruntime(form):
+    """Constant int4 / uint4 data is held as packed codes after creation (the initializer is
+    freed); uint4 takes an odd number of elements, so the last code sits alone in a byte."""
     rng = np.random.default_rng(11)
-    V, E, bs = 12, 64, 16
-    scales = rng.uniform(0.01, 1, (V, E // bs)).astype(np.float32)
-    zq = rng.integers(0, 16, (V, E // bs)).astype(np.uint8)
+    V, E, bs = (13, 41, 16) if form.startswith("uint4") else (12, 64, 16)
+    blocks = -(-E // bs)
+    scales = rng.uniform(0.01, 1, (V, blocks)).astype(np.float32)
+    zq = rng.integers(0, 16, (V, blocks)).astype(np.uint8)
     if form.startswith("packed"):
         qv = rng.integers(0, 16, (V, E)).astype(np.uint8)
         data = numpy_helper.from_array((qv[:, 0::2] | (qv[:, 1::2] << 4)).astype(np.uint8), "D")
         zero = numpy_helper.from_array((zq[:, 0::2] | (zq[:, 1::2] << 4)).astype(np.uint8), "Z")
+    elif form.startswith("uint4"):
+        qv = rng.integers(0, 16, (V, E)).astype(np.uint8)
+        data = numpy_helper.from_array(qv.astype(ml_dtypes.uint4), "D")
+        zero = numpy_helper.from_array(zq.astype(ml_dtypes.uint4), "Z")
     else:
         qv = rng.integers(-8, 8, (V, E)).astype(np.int8)
         data = numpy_helper.from_array(qv.astype(ml_dtypes.int4), "D")

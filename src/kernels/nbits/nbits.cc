@@ -217,9 +217,9 @@ void CheckShape(int64_t K, int64_t N, int64_t block_size) {
 
 }  // namespace
 
-PackedNBits PackNBits(const uint8_t* q, const float* scales, const float* zero_points, int64_t K,
-                      int64_t N, int64_t block_size, NBitsArithmetic arithmetic,
-                      WeightArena* arena) {
+PackedNBits PackNBits(const NBitsColumnReader& column, const float* scales,
+                      const float* zero_points, int64_t K, int64_t N, int64_t block_size,
+                      NBitsArithmetic arithmetic, WeightArena* arena) {
   CheckShape(K, N, block_size);
   PackedNBits w;
   w.K = K;
@@ -247,13 +247,15 @@ PackedNBits PackNBits(const uint8_t* q, const float* scales, const float* zero_p
     w.zero_codes = WeightVector<uint8_t>(params, 8, bytes);
   else
     w.zero_points = WeightVector<float>(params, 8.f, floats);
+  std::vector<uint8_t> column_codes(K);
   for (int64_t n = 0; n < N; ++n) {
     const nbits::PanelOperands op = nbits::OperandsOf(w, n / kNBitsPanel);
     const int64_t j = n % kNBitsPanel;
     const int64_t data_at = op.data - w.data.data();
     const int64_t params_at = op.scales - w.scales.data() + j;
+    column(n, column_codes.data());
     for (int64_t k = 0; k < K; ++k) {
-      const uint8_t v = q[n * K + k];
+      const uint8_t v = column_codes[k];
       OCTET_CHECK(v < 16, "4-bit matmul: weight value ", int{v}, " is not a 4-bit value");
       // Byte 4 j + k % 4 of octet k / 8, the low nibble for k % 8 < 4.
       const int64_t at = (k / kNBitsStepK) * op.data_stride + 4 * j + k % 4;
@@ -271,6 +273,15 @@ PackedNBits PackNBits(const uint8_t* q, const float* scales, const float* zero_p
     }
   }
   return w;
+}
+
+PackedNBits PackNBits(const uint8_t* q, const float* scales, const float* zero_points, int64_t K,
+                      int64_t N, int64_t block_size, NBitsArithmetic arithmetic,
+                      WeightArena* arena) {
+  const NBitsColumnReader rows = [q, K](int64_t n, uint8_t* codes) {
+    std::copy_n(q + n * K, K, codes);
+  };
+  return PackNBits(rows, scales, zero_points, K, N, block_size, arithmetic, arena);
 }
 
 void NBitsMatMul(const PackedNBits& w, int64_t M, const float* a, int64_t lda, const float* bias,
