@@ -125,6 +125,7 @@ NBitsOperands MatMulNBitsOperands(const KernelInit& init, size_t first, int64_t 
   return w;
 }
 
+// Columns of a [K, N] weight that the DQ fold transposes at once for the packer.
 constexpr int64_t kTransposedColumns = 64;
 
 // octet.BlockedDqMatMul's w, scale and zero_point at inputs first .. first + 2, with the
@@ -145,8 +146,7 @@ NBitsOperands BlockedDqOperands(const KernelInit& init, size_t first, const std:
   // The kernel's operands are column-major (N rows of K).
   NBitsOperands out;
   out.K = K, out.N = N, out.block_size = bs;
-  // w is [K, N]: each run of kTransposedColumns columns is transposed at once, so that
-  // w is read a row at a time rather than one element per row.
+  // w is read a row of a run of columns at a time rather than one element per row.
   out.column = [&w, K, N, run = std::vector<uint8_t>(), first = int64_t{-1}](
                    int64_t n, uint8_t* codes) mutable {
     if (first < 0 || n < first || n >= first + kTransposedColumns) {
