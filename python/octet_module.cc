@@ -82,13 +82,15 @@ class PySession {
   // model: the serialized model, or (is_path) a file path as os.fsencode gives it, so
   // that any path the OS accepts arrives unchanged.
   PySession(const py::bytes &model, bool is_path, int threads, const std::string &float_matmul,
-            bool keep_intermediates, uint64_t max_tensor_bytes) {
+            bool keep_intermediates, uint64_t max_tensor_bytes,
+            const std::vector<std::string> &last_row_outputs) {
     SessionOptions options;
     options.threads = threads;
     OCTET_CHECK(float_matmul == "float" || float_matmul == "int8",
                 "float_matmul must be 'float' or 'int8', got '", float_matmul, "'");
     options.float_matmul = float_matmul == "int8" ? FloatMatMul::kInt8 : FloatMatMul::kFloat;
     options.keep_intermediates = keep_intermediates;
+    options.last_row_outputs = last_row_outputs;
     options.max_tensor_bytes = max_tensor_bytes;
     std::string bytes = model;
     py::gil_scoped_release release;
@@ -223,9 +225,10 @@ PYBIND11_MODULE(_octet, m) {
     }
   });
   py::class_<octet::PySession>(m, "Session")
-      .def(py::init<const py::bytes &, bool, int, const std::string &, bool, uint64_t>(),
+      .def(py::init<const py::bytes &, bool, int, const std::string &, bool, uint64_t,
+                    const std::vector<std::string> &>(),
            py::arg("model"), py::arg("is_path"), py::arg("threads"), py::arg("float_matmul"),
-           py::arg("keep_intermediates"), py::arg("max_tensor_bytes"))
+           py::arg("keep_intermediates"), py::arg("max_tensor_bytes"), py::arg("last_row_outputs"))
       .def("inputs", &octet::PySession::inputs)
       .def("inputs_read_in_place", &octet::PySession::inputs_read_in_place)
       .def("outputs", &octet::PySession::outputs)

@@ -12,7 +12,10 @@ peak RSS of a fresh process per engine that runs one decode step. With --gguf FI
 prefill and decode through llama-cpp-python (`llama_cpp`, if installed). With --forward,
 a third engine, octet-int8: octet with float_matmul="int8" (the forward route, which gives a
 4-bit DequantizeLinear -> MatMul the accuracy level 4 arithmetic ONNX Runtime's default
-options give it; octet alone keeps the pair's float arithmetic). Decode adds octet-kv where
+options give it; octet alone keeps the pair's float arithmetic). With --last-row, prefill adds
+octet-last: octet with last_row_outputs=["logits"], the logits of the last position only
+(what `octet generate` runs: the LM head on one row, the same bits), where every other engine
+computes the whole graph's logits. Decode adds octet-kv where
 octet can hold the model's KV cache (InferenceSession.new_kv_cache, what `octet generate`
 uses): the same step appending to a cache of context - 1 positions held across runs (filled
 by a prefill of random tokens, truncated back before each round) instead of the graph's
@@ -23,7 +26,8 @@ and ONNX Runtime's (its profiler's node times, op types of the graph it optimize
 
     .venv/bin/python tools/bench_llm.py build/models/smollm2-135m.cached.a8w8.onnx \\
         [MODEL...] [--threads 1,2] [--prefill 32,256] [--context 256] [--rounds 5] \\
-        [--steps 1] [--forward] [--gguf FILE] [--rss] [--profile N] [--json OUT.json]
+        [--steps 1] [--forward] [--last-row] [--gguf FILE] [--rss] [--profile N] \\
+        [--json OUT.json]
 
 docs/benchmarks.md keeps the results per CPU class."""
 
@@ -174,6 +178,10 @@ def bench_model(path, threads, args):
         sessions["octet-int8"] = octet.InferenceSession(path, threads=threads,
                                                         float_matmul="int8")
     layout = cache_layout(sessions["octet"])
+    last_row = None
+    if args.last_row:
+        import octet
+        last_row = octet.InferenceSession(path, threads=threads, last_row_outputs=["logits"])
     rows = []
     cases = [("prefill", p, 0) for p in args.prefill] + [("decode", 1, args.context - 1)]
     for phase, tokens, past in cases:
@@ -183,6 +191,8 @@ def bench_model(path, threads, args):
             if phase == "decode" else None
         if held:
             fns["octet-kv"] = held
+        if last_row and phase == "prefill":
+            fns["octet-last"] = lambda: last_row.run(None, feeds)
         samples = measure.alternate(fns, rounds=args.rounds, warmup=1,
                                     calls=args.steps if phase == "decode" else 1)
         for engine in fns:
@@ -286,6 +296,9 @@ def main():
                         "after the others', with the caches they left)")
     parser.add_argument("--forward", action="store_true",
                         help='also octet with float_matmul="int8" (engine octet-int8)')
+    parser.add_argument("--last-row", action="store_true",
+                        help='prefill also with the last position\'s logits only (engine '
+                        'octet-last: last_row_outputs=["logits"], what octet generate runs)')
     parser.add_argument("--gguf", metavar="FILE")
     parser.add_argument("--rss", action="store_true")
     parser.add_argument("--profile", type=int, default=0, metavar="N",

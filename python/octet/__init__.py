@@ -103,13 +103,19 @@ class InferenceSession:
     max_tensor_bytes: the largest tensor the session may allocate (None: OCTET_MAX_TENSOR_BYTES,
         else a quarter of physical memory); a larger initializer or run-time tensor raises
         OctetError before anything is allocated.
+    last_row_outputs: names of graph outputs wanted for their last row only (the last index
+        of axis -2, e.g. a decoder's "logits" when generating). Each one a product of
+        independent rows makes (MatMul, MatMulNBits, optionally + a bias) is computed for
+        that row alone and returned as [..., 1, N], with the bits it has in the whole
+        output; others stay whole (get_outputs() shows which: a 1 at axis -2). A name that
+        is not a graph output raises OctetError.
 
     Every failure raises OctetError. run() may be called from several threads at once (the
     GIL is released while octet runs; runs of one session are serialized).
     """
 
     def __init__(self, path_or_bytes, threads=1, float_matmul="float", keep_intermediates=False,
-                 max_tensor_bytes=None):
+                 max_tensor_bytes=None, last_row_outputs=()):
         if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
             model, is_path = bytes(path_or_bytes), False
         else:
@@ -121,8 +127,12 @@ class InferenceSession:
         threads = _integer(threads, "threads", 0, (1 << 31) - 1)
         max_tensor_bytes = 0 if max_tensor_bytes is None else _integer(
             max_tensor_bytes, "max_tensor_bytes", 1, (1 << 64) - 1)
+        names = None if isinstance(last_row_outputs, (str, bytes)) else _names(last_row_outputs)
+        if names is None:
+            raise OctetError("last_row_outputs must be a list of output names, got %r"
+                             % (last_row_outputs,))
         self._session = _octet.Session(model, is_path, threads, str(float_matmul),
-                                       bool(keep_intermediates), max_tensor_bytes)
+                                       bool(keep_intermediates), max_tensor_bytes, names)
         self._inputs = [NodeArg(n, t, s) for n, _, t, s, _ in self._session.inputs()]
         self._outputs = [NodeArg(n, t, s) for n, _, t, s, _ in self._session.outputs()]
         self._input_codes = {n: code for n, code, _, _, _ in self._session.inputs()}
@@ -209,6 +219,15 @@ def _integer(value, what, minimum, maximum):
         raise OctetError("%s must be an integer in [%d, %d], got %d"
                          % (what, minimum, maximum, number))
     return number
+
+
+def _names(values):
+    """values as a list of str, or None when it is not an iterable of str."""
+    try:
+        names = list(values)
+    except TypeError:
+        return None
+    return names if all(isinstance(name, str) for name in names) else None
 
 
 def active_isa():

@@ -6,7 +6,10 @@ tools/models write it): inputs `input_ids`, `attention_mask` and optionally `pos
 [batch, kv_heads, past_seq, head_dim] with outputs `logits` [batch, seq, vocab] and
 `present.{i}.key` / `.value`. A model without the cache inputs is run on the whole sequence
 at every step. When octet can hold the cache itself (InferenceSession.new_kv_cache), each
-step appends to it in place; otherwise the presents are fed back as the next step's past. The tokenizer is the JSON file beside the model (octet.bpe.tokenizer_path)
+step appends to it in place; otherwise the presents are fed back as the next step's past.
+The session computes the logits of the last position only where the model's LM head allows
+(InferenceSession's last_row_outputs: the same bits, without the product over the prompt's
+other positions). The tokenizer is the JSON file beside the model (octet.bpe.tokenizer_path)
 or the one named with --tokenizer. docs/usage.md, "octet generate".
 
 From Python:
@@ -70,8 +73,15 @@ class Generator:
         import octet
         _command.check_model_path(model)
         options = {} if max_tensor_bytes is None else {"max_tensor_bytes": max_tensor_bytes}
-        self.session = octet.InferenceSession(model, threads=threads, float_matmul=float_matmul,
-                                              **options)
+        options.update(threads=threads, float_matmul=float_matmul)
+        try:
+            # Greedy decoding reads the last position's logits only.
+            self.session = octet.InferenceSession(model, last_row_outputs=["logits"], **options)
+        except octet.OctetError as e:
+            if "last_row_outputs" not in str(e):
+                raise
+            # No output 'logits': _layout says what the model lacks.
+            self.session = octet.InferenceSession(model, **options)
         self._layout(model, kv_cache)
         self.context = _context(model)
         path = tokenizer or tokenizer_path(model)

@@ -202,11 +202,21 @@ int SoleConsumer(const Graph& g, const std::vector<std::vector<int>>& consumers,
   return consumers[value][0];
 }
 
-int AddConstant(Graph& g, const std::string& base_name, Tensor t) {
+Tensor Int64Tensor(const std::vector<int64_t>& v) {
+  Tensor t(DType::kInt64, Shape{static_cast<int64_t>(v.size())});
+  std::copy(v.begin(), v.end(), t.data<int64_t>());
+  return t;
+}
+
+int AddUniqueValue(Graph& g, const std::string& base_name) {
   std::string name = base_name;
   for (int suffix = 2; g.FindValue(name) >= 0; ++suffix)
     name = base_name + "/" + std::to_string(suffix);
-  const int value = g.AddValue(name);
+  return g.AddValue(name);
+}
+
+int AddConstant(Graph& g, const std::string& base_name, Tensor t) {
+  const int value = AddUniqueValue(g, base_name);
   g.SetInitializer(value, std::move(t));
   return value;
 }

@@ -9,16 +9,6 @@
 
 namespace octet {
 
-namespace {
-
-Tensor Int64Tensor(const std::vector<int64_t>& v) {
-  Tensor t(DType::kInt64, Shape{static_cast<int64_t>(v.size())});
-  std::copy(v.begin(), v.end(), t.data<int64_t>());
-  return t;
-}
-
-}  // namespace
-
 void MergeSliceChains(Graph& g, QdqReport& report) {
   const std::vector<std::vector<int>> consumers = ConsumersOf(g);
   std::vector<bool> removed(g.nodes.size(), false);

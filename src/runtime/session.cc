@@ -21,6 +21,7 @@
 #include "ops/evaluate.h"
 #include "ops/kv_cache.h"
 #include "ops/registry.h"
+#include "rewrite/last_row.h"
 #include "rewrite/rewrite.h"
 #include "runtime/guarded.h"
 
@@ -184,12 +185,16 @@ void InferenceSession::Impl::Prepare(const SessionOptions &options) {
   Graph &g = model.graph;
   const RewriteOptions rewrite_options{options.rewrites, options.float_matmul == FloatMatMul::kInt8,
                                        !options.keep_intermediates, true};
+  std::string report_text;
+  for (const std::string &line : KeepLastRows(g, options.last_row_outputs))
+    report_text += line + "\n";
   const QdqReport report = ApplyRewrites(g, EvaluateNode, rewrite_options);
+  report_text += FormatQdqReport(report);
   if (options.borrowed_initializers) KeepUsedInitializers(g);
   if (options.rewrite_report) {
-    options.rewrite_report(FormatQdqReport(report));
+    options.rewrite_report(report_text);
   } else if (rewrite_options.enabled && !EnvIs("OCTET_QDQ", "0") && EnvIs("OCTET_QDQ_DEBUG", "1")) {
-    std::fprintf(stderr, "%s", FormatQdqReport(report).c_str());
+    std::fprintf(stderr, "%s", report_text.c_str());
   }
   value_types.assign(g.values.size(), DType::kUndefined);
   for (int v : g.inputs) {

@@ -40,6 +40,12 @@ struct SessionOptions {
   // ends, so that Run can return any of them by name (intermediates()). Costs
   // the memory of all of them; for `octet compare`. Results are unchanged.
   bool keep_intermediates = false;
+  // Graph outputs wanted for their last row only (the last index of axis -2, e.g. a
+  // decoder's logits when generating): each made by a product of independent rows is
+  // computed for that row alone and returned as [..., 1, N], with the bits it has in
+  // the whole output (rewrite/last_row.h); others stay whole, and the rewrite report
+  // says why. A name that is not a graph output is an error.
+  std::vector<std::string> last_row_outputs = {};
 };
 
 struct TensorInfo {
