@@ -64,6 +64,27 @@ struct Accumulators {
   }
 };
 
+// Codes t (low) and 4 + t (high) of a k octet's int32 lanes as floats: vpermps
+// reads an index's low four bits, so a lane shifted to code p gives float(code p).
+inline __m512 LowCodes(__m512i x, int t, __m512 table) {
+  return _mm512_permutexvar_ps(t ? _mm512_srli_epi32(x, 8 * t) : x, table);
+}
+inline __m512 HighCodes(__m512i x, int t, __m512 table) {
+  return _mm512_permutexvar_ps(_mm512_srli_epi32(x, 8 * t + 4), table);
+}
+
+// acc[r][i] += a[r x row_length] * q[i] for R rows and P panels.
+template <int R, int P>
+inline void FmaRows(const __m512 (&q)[P], const float* a, int64_t row_length,
+                    Accumulators<R, P>& acc) {
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
+    const __m512 ar = _mm512_set1_ps(a[r * row_length]);
+#pragma GCC unroll 4
+    for (int i = 0; i < P; ++i) acc.c[r][i] = _mm512_fmadd_ps(ar, q[i], acc.c[r][i]);
+  }
+}
+
 // The kFloat order of nbits.h: per block the low and the high codes' fma chains,
 // then the zero point and the scale, added into acc (zeroed first).
 template <int R, int P>
@@ -72,7 +93,6 @@ void FloatPanels(const PackedNBits& w, int64_t panel, const SummedRows& a, float
   GroupOperands(w, panel, op);
   const int64_t data_stride = op[0].data_stride, stride = op[0].stride;
   const int64_t block_octets = w.block_size / kNBitsStepK;
-  // vpermps reads an index's low four bits: a lane shifted to code p gives float(code p).
   const __m512 codes = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   Accumulators<R, P>().Store(acc);
   for (int64_t b = 0; b < w.k_blocks; ++b) {
@@ -86,23 +106,24 @@ void FloatPanels(const PackedNBits& w, int64_t panel, const SummedRows& a, float
       for (int i = 0; i < P; ++i) x[i] = _mm512_loadu_si512(op[i].data + o * data_stride);
 #pragma GCC unroll 4
       for (int t = 0; t < 4; ++t) {
-        __m512 a_low[R], a_high[R];
+        const float* a_t = a.values + o * kNBitsStepK + t;  // k = 8 o + t of row 0
+        if constexpr (R == 1) {
+          const __m512 a_low = _mm512_set1_ps(a_t[0]), a_high = _mm512_set1_ps(a_t[4]);
 #pragma GCC unroll 4
-        for (int r = 0; r < R; ++r) {
-          const float* ar = a.values + r * a.row_length + o * kNBitsStepK;
-          a_low[r] = _mm512_set1_ps(ar[t]);
-          a_high[r] = _mm512_set1_ps(ar[4 + t]);
-        }
-#pragma GCC unroll 4
-        for (int i = 0; i < P; ++i) {
-          const __m512 q_low =
-              _mm512_permutexvar_ps(t ? _mm512_srli_epi32(x[i], 8 * t) : x[i], codes);
-          const __m512 q_high = _mm512_permutexvar_ps(_mm512_srli_epi32(x[i], 8 * t + 4), codes);
-#pragma GCC unroll 4
-          for (int r = 0; r < R; ++r) {
-            low.c[r][i] = _mm512_fmadd_ps(a_low[r], q_low, low.c[r][i]);
-            high.c[r][i] = _mm512_fmadd_ps(a_high[r], q_high, high.c[r][i]);
+          for (int i = 0; i < P; ++i) {
+            low.c[0][i] = _mm512_fmadd_ps(a_low, LowCodes(x[i], t, codes), low.c[0][i]);
+            high.c[0][i] = _mm512_fmadd_ps(a_high, HighCodes(x[i], t, codes), high.c[0][i]);
           }
+        } else {
+          // The panels' low codes, then each row's broadcast and fmas; then the high
+          // ones: fewer registers live than every row's two broadcasts at once.
+          __m512 q[P];
+#pragma GCC unroll 4
+          for (int i = 0; i < P; ++i) q[i] = LowCodes(x[i], t, codes);
+          FmaRows(q, a_t, a.row_length, low);
+#pragma GCC unroll 4
+          for (int i = 0; i < P; ++i) q[i] = HighCodes(x[i], t, codes);
+          FmaRows(q, a_t + 4, a.row_length, high);
         }
       }
     }
