@@ -81,8 +81,11 @@ std::string KeepLastRow(Graph& g, int out) {
     if (weight >= 0 && !constant[weight]) return "weights_not_constant";
   }
   // A matrix times a vector has no row axis left in its output.
-  if (g.nodes[node].op_type == "MatMul" && WeightRank(g, g.nodes[node].inputs[1]) < 2)
-    return "weights_not_a_matrix";
+  if (g.nodes[node].op_type == "MatMul") {
+    const int64_t weight_rank = WeightRank(g, g.nodes[node].inputs[1]);
+    if (weight_rank < 0) return "weights_rank_unknown";
+    if (weight_rank < 2) return "weights_not_a_matrix";
+  }
   // Back through the product input's per-tensor QuantizeLinear / DequantizeLinear.
   int a = g.nodes[node].inputs[0];
   for (;;) {

@@ -76,7 +76,7 @@ std::vector<std::vector<int>> ConsumersOf(const Graph& g);
 // value is a graph output.
 int SoleConsumer(const Graph& g, const std::vector<std::vector<int>>& consumers, int value);
 
-// A 1-D int64 tensor of the values (a Slice's or a Reshape's parameters).
+// A 1-D int64 tensor of the values (a Slice's parameters).
 Tensor Int64Tensor(const std::vector<int64_t>& v);
 // A new value named base_name (or base_name/2, /3, ... when taken).
 int AddUniqueValue(Graph& g, const std::string& base_name);

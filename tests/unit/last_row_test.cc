@@ -70,6 +70,16 @@ TEST(LastRow, OtherFormsStayWhole) {
       KeepLastRows(shared.g, {"y"}),
       std::vector<std::string>{"last_row_refused output=y why=quantized_input_read_elsewhere"});
 
+  // A weight made by a node the graph gives no shape for: its rank is unknown.
+  GraphBuilder transposed = Product();
+  transposed.g.initializers.erase(transposed.V("w"));
+  transposed.g.values[transposed.V("w")] = Value{"w", DType::kUndefined, std::nullopt, nullptr, -1};
+  transposed.Init<float>("w_t", {6, 8}, 0.25f);
+  transposed.Add("Transpose", {"w_t"}, "w");
+  transposed.g.TopologicalSort();
+  EXPECT_EQ(KeepLastRows(transposed.g, {"y"}),
+            std::vector<std::string>{"last_row_refused output=y why=weights_rank_unknown"});
+
   GraphBuilder per_axis = Product();
   per_axis.Init<float>("s", {8}, 0.5f);
   EXPECT_EQ(
