@@ -8,7 +8,9 @@ to back and counts their mean), min and median over the rounds; decode's weight 
 rate (the model's initializer bytes except the embedding table, which decode gathers one
 row of, per decode time) against this machine's measured memory read rate (the higher of a
 measurement before and one after the runs); with --rss the
-peak RSS of a fresh process per engine that runs one decode step. With --gguf FILE, the same
+peak RSS of a fresh process per engine that runs one decode step; with --load the time to
+create a session (load, rewrites, weight packing), min and median over --rounds alternating
+rounds, in a table of its own. With --gguf FILE, the same
 prefill and decode through llama-cpp-python (`llama_cpp`, if installed). With --forward,
 a third engine, octet-int8: octet with float_matmul="int8" (the forward route, which gives a
 4-bit DequantizeLinear -> MatMul the accuracy level 4 arithmetic ONNX Runtime's default
@@ -26,7 +28,7 @@ and ONNX Runtime's (its profiler's node times, op types of the graph it optimize
 
     .venv/bin/python tools/bench_llm.py build/models/smollm2-135m.cached.a8w8.onnx \\
         [MODEL...] [--threads 1,2] [--prefill 32,256] [--context 256] [--rounds 5] \\
-        [--steps 1] [--forward] [--last-row] [--gguf FILE] [--rss] [--profile N] \\
+        [--steps 1] [--forward] [--last-row] [--load] [--gguf FILE] [--rss] [--profile N] \\
         [--json OUT.json]
 
 docs/benchmarks.md keeps the results per CPU class."""
@@ -183,6 +185,14 @@ def bench_model(path, threads, args):
         import octet
         last_row = octet.InferenceSession(path, threads=threads, last_row_outputs=["logits"])
     rows = []
+    if args.load:
+        # A fresh session per call (released, quickly, inside the timing).
+        fns = {e: (lambda e=e: measure.make_session(e, path, threads)) for e in ENGINES}
+        samples = measure.alternate(fns, rounds=args.rounds, warmup=1)
+        for engine in fns:
+            rows.append({"model": os.path.basename(path), "engine": engine, "threads": threads,
+                         "phase": "load", "tokens": 0, "context": 0,
+                         "load_ms": measure.summary([1e3 * s.wall for s in samples[engine]])})
     cases = [("prefill", p, 0) for p in args.prefill] + [("decode", 1, args.context - 1)]
     for phase, tokens, past in cases:
         feeds = feeds_for(layout, tokens, past)
@@ -262,9 +272,25 @@ def bench_llama_cpp(gguf, threads, args):
     return rows
 
 
+def print_load_table(rows):
+    header = ["model", "threads", "engine", "min load ms", "median load ms", "ORT/engine"]
+    table = []
+    for row in rows:
+        ort_row = next(r for r in rows if r["engine"] == "ort" and r["model"] == row["model"]
+                       and r["threads"] == row["threads"])
+        table.append([row["model"], row["threads"], row["engine"], "%.0f" % row["load_ms"]["min"],
+                      "%.0f" % row["load_ms"]["median"],
+                      "%.2f" % (ort_row["load_ms"]["min"] / row["load_ms"]["min"])])
+    print(format_table(header, table))
+
+
 def print_table(rows, weight_bytes, read_rates):
     header = ["model", "phase", "tokens", "threads", "engine", "min ms/tok", "median ms/tok",
               "ORT/engine", "weights GB/s", "of read rate", "peak RSS MiB"]
+    loads = [r for r in rows if r["phase"] == "load"]
+    if loads:
+        print_load_table(loads)
+    rows = [r for r in rows if r["phase"] != "load"]
     table = []
     for row in rows:
         ort_row = next((r for r in rows if r["engine"] == "ort" and r["model"] == row["model"]
@@ -299,6 +325,9 @@ def main():
     parser.add_argument("--last-row", action="store_true",
                         help='prefill also with the last position\'s logits only (engine '
                         'octet-last: last_row_outputs=["logits"], what octet generate runs)')
+    parser.add_argument("--load", action="store_true",
+                        help="also time session creation (load, rewrite, weight packing), "
+                        "octet and ONNX Runtime in alternating rounds")
     parser.add_argument("--gguf", metavar="FILE")
     parser.add_argument("--rss", action="store_true")
     parser.add_argument("--profile", type=int, default=0, metavar="N",

@@ -65,4 +65,30 @@ bool IsInteger(DType t) {
 
 bool IsSupportedStorage(DType t) { return DTypeSize(t) != 0; }
 
+namespace {
+
+template <bool kSigned>
+uint8_t FourBitValue(uint8_t nibble) {
+  return kSigned ? static_cast<uint8_t>(static_cast<int8_t>((nibble ^ 8) - 8)) : nibble;
+}
+
+// A byte at a time (both nibbles), so that the loop vectorizes.
+template <bool kSigned>
+void Unpack4BitAs(const uint8_t* packed, int64_t count, uint8_t* out) {
+  for (int64_t i = 0; i < count / 2; ++i) {
+    out[2 * i] = FourBitValue<kSigned>(packed[i] & 15);
+    out[2 * i + 1] = FourBitValue<kSigned>(packed[i] >> 4);
+  }
+  if (count % 2) out[count - 1] = FourBitValue<kSigned>(packed[count / 2] & 15);
+}
+
+}  // namespace
+
+void Unpack4Bit(const uint8_t* packed, int64_t count, bool is_signed, uint8_t* out) {
+  if (is_signed)
+    Unpack4BitAs<true>(packed, count, out);
+  else
+    Unpack4BitAs<false>(packed, count, out);
+}
+
 }  // namespace octet

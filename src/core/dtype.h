@@ -43,6 +43,10 @@ std::string DTypeName(DType t);
 // cannot hold (string, complex).
 size_t DTypeSize(DType t);
 
+// Unpacks `count` 4-bit values held two per byte (value 2 i in byte i's low nibble, as ONNX
+// packs int4 and uint4) to one per byte: 0..15, or with is_signed -8..7.
+void Unpack4Bit(const uint8_t* packed, int64_t count, bool is_signed, uint8_t* out);
+
 bool IsFloat8(DType t);
 bool IsFloatingPoint(DType t);  // float32/64, float16, bfloat16, float8 types
 bool IsInteger(DType t);        // signed or unsigned ints of any width, incl. 4-bit

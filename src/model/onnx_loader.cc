@@ -58,14 +58,6 @@ size_t SerializedBytes(DType dtype, int64_t numel, const std::string& what) {
   return static_cast<size_t>(numel) * elem;
 }
 
-// Packed nibbles, low nibble first, to one element per byte; int4 is sign-extended.
-void Unpack4Bit(const uint8_t* packed, int64_t numel, bool is_signed, uint8_t* out) {
-  for (int64_t i = 0; i < numel; ++i) {
-    uint8_t nibble = (packed[i / 2] >> (4 * (i % 2))) & 0x0F;
-    out[i] = is_signed ? static_cast<uint8_t>(static_cast<int8_t>((nibble ^ 8) - 8)) : nibble;
-  }
-}
-
 // Copies little-endian serialized bytes (raw_data or an external file) into t; the
 // caller has checked that their size matches t.
 void CopySerialized(const std::string& bytes, Tensor& t, const std::string& what) {

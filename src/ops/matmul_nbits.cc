@@ -36,11 +36,13 @@ const Tensor& ConstantInput(const KernelInit& init, size_t i, const char* name) 
   return *t;
 }
 
-// The 4-bit code of element i of a tensor octet holds unpacked (int4 as code + 8,
-// so q - zp is unchanged when both move).
+// What turns a byte of a 4-bit tensor octet holds unpacked into its code: int4 values
+// move by 8 (so q - zp is unchanged when both move), uint4 ones stay.
+uint8_t CodeOffset(const Tensor& t) { return t.dtype() == DType::kInt4 ? 8 : 0; }
+
+// The 4-bit code of element i of such a tensor.
 uint8_t Code(const Tensor& t, int64_t i) {
-  const uint8_t byte = static_cast<const uint8_t*>(t.raw())[i];
-  return t.dtype() == DType::kInt4 ? static_cast<uint8_t>(static_cast<int8_t>(byte) + 8) : byte;
+  return static_cast<uint8_t>(static_cast<const uint8_t*>(t.raw())[i] + CodeOffset(t));
 }
 
 uint8_t Nibble(const uint8_t* packed, int64_t i) { return (packed[i / 2] >> ((i & 1) * 4)) & 15; }
@@ -100,7 +102,7 @@ NBitsOperands MatMulNBitsOperands(const KernelInit& init, size_t first, int64_t 
   NBitsOperands w;
   w.K = K, w.N = N, w.block_size = bs;
   w.column = [packed = b.data<uint8_t>(), row = k_blocks * blob, K](int64_t n, uint8_t* codes) {
-    for (int64_t k = 0; k < K; ++k) codes[k] = Nibble(packed + n * row, k);
+    Unpack4Bit(packed + n * row, K, /*is_signed=*/false, codes);
   };
   w.scales.assign(scales.data<float>(), scales.data<float>() + N * k_blocks);
   bool float_zero = false;
@@ -153,8 +155,23 @@ NBitsOperands BlockedDqOperands(const KernelInit& init, size_t first, const std:
       first = n;
       const int64_t width = std::min(kTransposedColumns, N - n);
       run.resize(K * width);
-      for (int64_t k = 0; k < K; ++k)
-        for (int64_t j = 0; j < width; ++j) run[j * K + k] = Code(w, k * N + n + j);
+      // The codes, kTransposedColumns rows of w at a time through a tile in L1: run's
+      // rows lie K bytes apart, and a store to each of them per k would keep evicting
+      // the others when K is a multiple of the cache's set stride.
+      const uint8_t* bytes = static_cast<const uint8_t*>(w.raw()) + n;
+      const uint8_t offset = CodeOffset(w);
+      uint8_t* out = run.data();
+      uint8_t tile[kTransposedColumns][kTransposedColumns];
+      for (int64_t k0 = 0; k0 < K; k0 += kTransposedColumns) {
+        const int64_t rows = std::min(kTransposedColumns, K - k0);
+        for (int64_t r = 0; r < rows; ++r) std::memcpy(tile[r], bytes + (k0 + r) * N, width);
+        for (int64_t j = 0; j < width; ++j) {
+          uint8_t* column = out + j * K + k0;
+          const uint8_t* codes = &tile[0][j];
+          for (int64_t r = 0; r < rows; ++r)
+            column[r] = static_cast<uint8_t>(codes[r * kTransposedColumns] + offset);
+        }
+      }
     }
     std::copy_n(run.data() + (n - first) * K, K, codes);
   };

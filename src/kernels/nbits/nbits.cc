@@ -247,19 +247,25 @@ PackedNBits PackNBits(const NBitsColumnReader& column, const float* scales,
     w.zero_codes = WeightVector<uint8_t>(params, 8, bytes);
   else
     w.zero_points = WeightVector<float>(params, 8.f, floats);
-  std::vector<uint8_t> column_codes(K);
+  // The column's codes, K rounded up to whole octets with zeros.
+  std::vector<uint8_t> column_codes(w.k_steps * kNBitsStepK, 0);
   for (int64_t n = 0; n < N; ++n) {
     const nbits::PanelOperands op = nbits::OperandsOf(w, n / kNBitsPanel);
     const int64_t j = n % kNBitsPanel;
-    const int64_t data_at = op.data - w.data.data();
     const int64_t params_at = op.scales - w.scales.data() + j;
     column(n, column_codes.data());
-    for (int64_t k = 0; k < K; ++k) {
-      const uint8_t v = column_codes[k];
-      OCTET_CHECK(v < 16, "4-bit matmul: weight value ", int{v}, " is not a 4-bit value");
-      // Byte 4 j + k % 4 of octet k / 8, the low nibble for k % 8 < 4.
-      const int64_t at = (k / kNBitsStepK) * op.data_stride + 4 * j + k % 4;
-      w.data[data_at + at] |= static_cast<uint8_t>(v << (k % kNBitsStepK / 4 * 4));
+    uint8_t any = 0;
+    for (int64_t k = 0; k < K; ++k) any |= column_codes[k];
+    if (any >= 16) {
+      const uint8_t v = *std::find_if(column_codes.begin(), column_codes.end(),
+                                      [](uint8_t c) { return c >= 16; });
+      Fail("4-bit matmul: weight value ", int{v}, " is not a 4-bit value");
+    }
+    // Octet o's bytes 4 j .. 4 j + 3: codes 8 o + t (low nibble) and 8 o + 4 + t (high).
+    uint8_t* out = w.data.data() + (op.data - w.data.data()) + 4 * j;
+    for (int64_t o = 0; o < w.k_steps; ++o) {
+      const uint8_t* c = column_codes.data() + o * kNBitsStepK;
+      for (int t = 0; t < 4; ++t) out[o * op.data_stride + t] = c[t] | (c[t + 4] << 4);
     }
     for (int64_t b = 0; b < w.k_blocks; ++b) {
       const int64_t at = params_at + b * op.stride;
