@@ -74,9 +74,10 @@ struct NBitsOperands {
   bool int8 = false;                // the arithmetic the product asks for
 };
 
-PackedNBits Pack(const NBitsOperands& w, WeightArena* arena) {
+PackedNBits Pack(const NBitsOperands& w, const KernelInit& init) {
   return PackNBits(w.column, w.scales.data(), w.zero.empty() ? nullptr : w.zero.data(), w.K, w.N,
-                   w.block_size, w.int8 ? NBitsArithmetic::kInt8 : NBitsArithmetic::kFloat, arena);
+                   w.block_size, w.int8 ? NBitsArithmetic::kInt8 : NBitsArithmetic::kFloat,
+                   init.weights, init.pool);
 }
 
 // MatMulNBits' B, scales and zero_points at inputs first .. first + 2, with N columns and
@@ -197,7 +198,7 @@ class MatMulNBitsKernel : public OpKernel {
     const Node& node = init.node;
     OCTET_CHECK(Omitted(InputOr(init.input_types, 4)), node.Describe(),
                 ": g_idx (act-order) is not supported");
-    w_ = Pack(MatMulNBitsOperands(init, 1, node.GetInt("N", -1), node.Describe()), init.weights);
+    w_ = Pack(MatMulNBitsOperands(init, 1, node.GetInt("N", -1), node.Describe()), init);
   }
 
   // B, scales and zero points live on packed in w_.
@@ -222,7 +223,7 @@ class MatMulNBitsKernel : public OpKernel {
 class BlockedDqMatMulKernel : public OpKernel {
  public:
   explicit BlockedDqMatMulKernel(const KernelInit& init)
-      : w_(Pack(BlockedDqOperands(init, kBlockedDqW, init.node.Describe()), init.weights)) {}
+      : w_(Pack(BlockedDqOperands(init, kBlockedDqW, init.node.Describe()), init)) {}
 
   bool ReadsConstantInRun(size_t input) const override { return input == kBlockedDqX; }
 
@@ -267,11 +268,13 @@ class NBitsSiblingsKernel : public OpKernel {
       all.scales.insert(all.scales.end(), w.scales.begin(), w.scales.end());
       all.zero.insert(all.zero.end(), w.zero.begin(), w.zero.end());
     }
-    all.column = [&columns, &starts](int64_t n, uint8_t* codes) {
+    // The products' readers by value: each packing thread's copy has its own.
+    all.column = [columns = std::move(columns), starts = std::move(starts)](int64_t n,
+                                                                            uint8_t* codes) {
       const size_t i = std::upper_bound(starts.begin(), starts.end(), n) - starts.begin() - 1;
       columns[i](n - starts[i], codes);
     };
-    w_ = Pack(all, init.weights);
+    w_ = Pack(all, init);
   }
 
   bool ReadsConstantInRun(size_t input) const override { return input == 0; }

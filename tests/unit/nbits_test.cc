@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -323,6 +324,39 @@ TEST(NBits, Refusals) {
   bad[5] = 16;
   ExpectContains(ErrorOf(pack(bad.data(), nullptr, 16, NBitsArithmetic::kFloat)),
                  {"is not a 4-bit value"});
+}
+
+// Packing split among threads gives the bytes of packing on one; each thread's reader
+// is its own copy, asked for increasing columns (this one keeps state, as the fold's
+// transposing reader does), and a bad code in any thread's part is the same error.
+TEST(NBits, PackingThreadsGiveTheSameBytes) {
+  const Case c = MakeCase(1, 520, 600, 32, -2, false, 11);  // K x N past the parallel size
+  auto reader = [&c](const std::vector<uint8_t>& q) -> NBitsColumnReader {
+    return [&c, &q, last = int64_t{-1}](int64_t n, uint8_t* codes) mutable {
+      EXPECT_GT(n, last);
+      last = n;
+      std::copy_n(q.data() + n * c.K, c.K, codes);
+    };
+  };
+  const PackedNBits one = PackNBits(reader(c.q), c.scales.data(), c.zero.data(), c.K, c.N,
+                                    c.block_size, NBitsArithmetic::kInt8);
+  ThreadPool two(2), three(3);
+  for (ThreadPool* pool : {&two, &three}) {
+    const PackedNBits split = PackNBits(reader(c.q), c.scales.data(), c.zero.data(), c.K, c.N,
+                                        c.block_size, NBitsArithmetic::kInt8, nullptr, pool);
+    EXPECT_TRUE(std::equal(one.data.begin(), one.data.end(), split.data.begin(), split.data.end()));
+    EXPECT_TRUE(
+        std::equal(one.scales.begin(), one.scales.end(), split.scales.begin(), split.scales.end()));
+    EXPECT_TRUE(std::equal(one.zero_codes.begin(), one.zero_codes.end(), split.zero_codes.begin(),
+                           split.zero_codes.end()));
+    std::vector<uint8_t> bad = c.q;
+    bad[(c.N - 3) * c.K + 7] = 17;  // in the last thread's part
+    ExpectContains(ErrorOf([&] {
+                     PackNBits(reader(bad), c.scales.data(), c.zero.data(), c.K, c.N, c.block_size,
+                               NBitsArithmetic::kFloat, nullptr, pool);
+                   }),
+                   {"weight value 17 is not a 4-bit value"});
+  }
 }
 
 }  // namespace

@@ -85,6 +85,8 @@ void Int8PanelScalar(const PackedNBits& w, int64_t panel, int panels, int rows,
 
 // Below this many multiply-adds the pool's hand-off costs more than it saves.
 constexpr int64_t kParallelMinMacs = int64_t{1} << 18;
+// Below this many codes packing on one thread is quicker than the hand-off.
+constexpr int64_t kParallelMinCodes = int64_t{1} << 18;
 
 const PanelKernels& KernelsFor(Isa isa) {
 #if defined(__x86_64__) || defined(_M_X64)
@@ -219,7 +221,7 @@ void CheckShape(int64_t K, int64_t N, int64_t block_size) {
 
 PackedNBits PackNBits(const NBitsColumnReader& column, const float* scales,
                       const float* zero_points, int64_t K, int64_t N, int64_t block_size,
-                      NBitsArithmetic arithmetic, WeightArena* arena) {
+                      NBitsArithmetic arithmetic, WeightArena* arena, ThreadPool* pool) {
   CheckShape(K, N, block_size);
   PackedNBits w;
   w.K = K;
@@ -247,37 +249,48 @@ PackedNBits PackNBits(const NBitsColumnReader& column, const float* scales,
     w.zero_codes = WeightVector<uint8_t>(params, 8, bytes);
   else
     w.zero_points = WeightVector<float>(params, 8.f, floats);
-  // The column's codes, K rounded up to whole octets with zeros.
-  std::vector<uint8_t> column_codes(w.k_steps * kNBitsStepK, 0);
-  for (int64_t n = 0; n < N; ++n) {
-    const nbits::PanelOperands op = nbits::OperandsOf(w, n / kNBitsPanel);
-    const int64_t j = n % kNBitsPanel;
-    const int64_t params_at = op.scales - w.scales.data() + j;
-    column(n, column_codes.data());
-    uint8_t any = 0;
-    for (int64_t k = 0; k < K; ++k) any |= column_codes[k];
-    if (any >= 16) {
-      const uint8_t v = *std::find_if(column_codes.begin(), column_codes.end(),
-                                      [](uint8_t c) { return c >= 16; });
-      Fail("4-bit matmul: weight value ", int{v}, " is not a 4-bit value");
+  // Whole groups per thread; each with its own reader and codes, K rounded up to
+  // whole octets with zeros.
+  const int64_t groups = (w.panels + kNBitsGroup - 1) / kNBitsGroup;
+  const int64_t group_columns = kNBitsGroup * kNBitsPanel;
+  auto pack = [&](int64_t g0, int64_t g1) {
+    NBitsColumnReader read = column;
+    std::vector<uint8_t> column_codes(w.k_steps * kNBitsStepK, 0);
+    for (int64_t n = g0 * group_columns; n < std::min(N, g1 * group_columns); ++n) {
+      const nbits::PanelOperands op = nbits::OperandsOf(w, n / kNBitsPanel);
+      const int64_t j = n % kNBitsPanel;
+      const int64_t params_at = op.scales - w.scales.data() + j;
+      read(n, column_codes.data());
+      uint8_t any = 0;
+      for (int64_t k = 0; k < K; ++k) any |= column_codes[k];
+      if (any >= 16) {
+        const uint8_t v = *std::find_if(column_codes.begin(), column_codes.end(),
+                                        [](uint8_t c) { return c >= 16; });
+        Fail("4-bit matmul: weight value ", int{v}, " is not a 4-bit value");
+      }
+      // Octet o's bytes 4 j .. 4 j + 3: codes 8 o + t (low nibble) and 8 o + 4 + t (high).
+      // Locals, as a byte store may alias what the references reach.
+      uint8_t* out = w.data.data() + (op.data - w.data.data()) + 4 * j;
+      const uint8_t* c = column_codes.data();
+      const int64_t octets = w.k_steps, stride = op.data_stride;
+      for (int64_t o = 0; o < octets; ++o, out += stride, c += kNBitsStepK)
+        for (int t = 0; t < 4; ++t) out[t] = c[t] | (c[t + 4] << 4);
+      for (int64_t b = 0; b < w.k_blocks; ++b) {
+        const int64_t at = params_at + b * op.stride;
+        w.scales[at] = scales[n * w.k_blocks + b];
+        if (!zero_points) continue;
+        const float zero = zero_points[n * w.k_blocks + b];
+        if (codes)
+          w.zero_codes[at] = static_cast<uint8_t>(zero);
+        else
+          w.zero_points[at] = zero;
+      }
     }
-    // Octet o's bytes 4 j .. 4 j + 3: codes 8 o + t (low nibble) and 8 o + 4 + t (high).
-    uint8_t* out = w.data.data() + (op.data - w.data.data()) + 4 * j;
-    for (int64_t o = 0; o < w.k_steps; ++o) {
-      const uint8_t* c = column_codes.data() + o * kNBitsStepK;
-      for (int t = 0; t < 4; ++t) out[o * op.data_stride + t] = c[t] | (c[t + 4] << 4);
-    }
-    for (int64_t b = 0; b < w.k_blocks; ++b) {
-      const int64_t at = params_at + b * op.stride;
-      w.scales[at] = scales[n * w.k_blocks + b];
-      if (!zero_points) continue;
-      const float zero = zero_points[n * w.k_blocks + b];
-      if (codes)
-        w.zero_codes[at] = static_cast<uint8_t>(zero);
-      else
-        w.zero_points[at] = zero;
-    }
-  }
+  };
+  if (K * N >= nbits::kParallelMinCodes)
+    ParallelFor(pool, groups, pack);
+  else
+    pack(0, groups);
   return w;
 }
 

@@ -75,18 +75,21 @@ struct PackedNBits {
   WeightVector<float> zero_points;
 };
 
-// Writes the K codes of column n (each in [0, 15]) to codes. PackNBits asks for the
-// columns in increasing n, one at a time, so that no unpacked copy of all the
-// weights exists at once.
+// Writes the K codes of column n (each in [0, 15]) to codes. PackNBits asks a copy
+// of the reader per thread for the columns of that thread's part in increasing n,
+// one at a time, so that no unpacked copy of all the weights exists at once; copies
+// must not share state that a call changes.
 using NBitsColumnReader = std::function<void(int64_t n, uint8_t* codes)>;
 
 // column: the codes of the product's N columns; scales, zero_points: N rows of
 // k_blocks = ceil(K / block_size) values; zero_points null means 8. kInt8 needs
 // integral zero points. block_size is a power of two >= 16. The packed operands
-// live in `arena` (the heap when null). Throws octet::Error on bad sizes.
+// live in `arena` (the heap when null); pool (may be null) splits the columns
+// among its threads. Throws octet::Error on bad sizes.
 PackedNBits PackNBits(const NBitsColumnReader& column, const float* scales,
                       const float* zero_points, int64_t K, int64_t N, int64_t block_size,
-                      NBitsArithmetic arithmetic, WeightArena* arena = nullptr);
+                      NBitsArithmetic arithmetic, WeightArena* arena = nullptr,
+                      ThreadPool* pool = nullptr);
 // The same with q: N rows of K codes (row n is column n of the product).
 PackedNBits PackNBits(const uint8_t* q, const float* scales, const float* zero_points, int64_t K,
                       int64_t N, int64_t block_size, NBitsArithmetic arithmetic,
