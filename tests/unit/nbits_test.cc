@@ -140,13 +140,14 @@ TEST_P(NBitsIsaTest, ThreadCountsGiveTheSameBytes) {
 }
 
 // y's columns written to three matrices of their own (products of one input run as one),
-// at one row, a few and many, on one and two threads.
+// at one row, a few and many, on one and two threads, with a bias and without.
 TEST_P(NBitsIsaTest, OutputColumnRanges) {
   ThreadPool two(2);
   const std::vector<int64_t> widths = {64, 128, 7};
   for (NBitsArithmetic arith : {NBitsArithmetic::kFloat, NBitsArithmetic::kInt8}) {
-    for (int64_t M : {1, 3, 20}) {
-      const Case c = MakeCase(M, 100, 64 + 128 + 7, 32, -2, true, 17);
+    for (auto [M, has_bias] :
+         {std::pair{1, true}, {3, true}, {20, true}, {1, false}, {20, false}}) {
+      const Case c = MakeCase(M, 100, 64 + 128 + 7, 32, -2, has_bias, 17);
       const std::vector<float> want = Reference(c, arith);
       const PackedNBits w =
           PackNBits(c.q.data(), c.scales.data(), c.zero.data(), c.K, c.N, c.block_size, arith);
@@ -158,7 +159,7 @@ TEST_P(NBitsIsaTest, OutputColumnRanges) {
           ranges.push_back({i == 0 ? 0 : ranges.back().first + widths[i - 1], parts.back().data(),
                             widths[i] + 2});
         }
-        NBitsMatMul(w, M, c.a.data(), c.K, c.bias.data(),
+        NBitsMatMul(w, M, c.a.data(), c.K, has_bias ? c.bias.data() : nullptr,
                     OutputColumns{ranges.data(), static_cast<int64_t>(ranges.size())}, pool,
                     GetParam());
         std::vector<float> got(want.size());
@@ -171,7 +172,8 @@ TEST_P(NBitsIsaTest, OutputColumnRanges) {
               else
                 EXPECT_EQ(v, -7.f) << "range " << i << "'s padding written";
             }
-        EXPECT_TRUE(SameBytes(got, want)) << "arith " << static_cast<int>(arith) << " M " << M;
+        EXPECT_TRUE(SameBytes(got, want))
+            << "arith " << static_cast<int>(arith) << " M " << M << " bias " << has_bias;
       }
     }
   }
