@@ -27,7 +27,7 @@ namespace {
 // The statement the vector paths are tested against: plain loops in the
 // contract's order.
 void FloatPanelScalar(const PackedNBits& w, int64_t panel, int panels, int rows,
-                      const SummedRows& a, float* acc) {
+                      const SummedRows& a, bool /*fetch*/, float* acc) {
   const int64_t block_octets = w.block_size / kNBitsStepK;
   for (int i = 0; i < panels; ++i) {
     const PanelOperands op = OperandsOf(w, panel + i);
@@ -58,7 +58,7 @@ void FloatPanelScalar(const PackedNBits& w, int64_t panel, int panels, int rows,
 }
 
 void Int8PanelScalar(const PackedNBits& w, int64_t panel, int panels, int rows,
-                     const QuantizedRows& a, float* acc) {
+                     const QuantizedRows& a, bool /*fetch*/, float* acc) {
   for (int i = 0; i < panels; ++i) {
     const PanelOperands op = OperandsOf(w, panel + i);
     float* acc_i = acc + i * kNBitsPanel;
@@ -329,9 +329,9 @@ void NBitsMatMul(const PackedNBits& w, int64_t M, const float* a, int64_t lda, c
           const nbits::QuantizedRows rows_q{qa.values.data() + r0 * row_length, row_length,
                                             qa.sums.data() + r0 * w.k_blocks,
                                             qa.scales.data() + r0 * w.k_blocks};
-          kernels.int8_panel(w, p, panels, rows, rows_q, acc);
+          kernels.int8_panel(w, p, panels, rows, rows_q, r0 == 0, acc);
         } else {
-          kernels.float_panel(w, p, panels, rows, fa.From(r0), acc);
+          kernels.float_panel(w, p, panels, rows, fa.From(r0), r0 == 0, acc);
         }
         const int64_t n0 = p * kNBitsPanel;
         const int64_t cols = std::min<int64_t>(panels * kNBitsPanel, w.N - n0);

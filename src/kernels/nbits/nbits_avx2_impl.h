@@ -75,8 +75,10 @@ inline __m256 Codes(__m256i x, int t) {
 // One or two rows on U slices from the call's first column (nbits.h's kFloat
 // order): per block the low and the high codes' chains side by side, which
 // gives a single row 2U independent chains, and the weights prefetched (they
-// stream from memory at this rate). The unpacking bounds this loop: with
-// kScaled it reads A's scaled rows and the codes masked in place.
+// stream from memory at this rate), whatever the call's `fetch`: a test of it in
+// this loop costs more than the prefetches it would spare a later tile of rows. The
+// unpacking bounds this loop: with kScaled it reads A's scaled rows and the codes
+// masked in place.
 template <int R, int U, bool kScaled>
 void FloatSlices(const PackedNBits& w, const PanelOperands& op, const SummedRows& a, float* acc) {
   const float* values = kScaled ? a.scaled : a.values;
@@ -182,7 +184,8 @@ inline __m256i DotCodes(__m256i t, __m256i low, __m256i a_low, __m256i high, __m
 }
 
 template <int R, int P, bool kVnni>
-void Int8Panels(const PackedNBits& w, int64_t panel, const QuantizedRows& a, float* acc) {
+void Int8Panels(const PackedNBits& w, int64_t panel, const QuantizedRows& a, bool fetch,
+                float* acc) {
   PanelOperands op[P];
   for (int i = 0; i < P; ++i) op[i] = OperandsOf(w, panel + i);
   const int64_t data_stride = op[0].data_stride, stride = op[0].stride;
@@ -199,10 +202,10 @@ void Int8Panels(const PackedNBits& w, int64_t panel, const QuantizedRows& a, flo
     for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
       for (int i = 0; i < P; ++i) t[r][i][0] = t[r][i][1] = _mm256_setzero_si256();
-    if constexpr (R <= 2) PrefetchBlock(op[0], b + 2);
+    if (R <= 2 && fetch) PrefetchBlock(op[0], b + 2);
     const int64_t o1 = std::min(w.k_steps, (b + 1) * block_octets);
     for (int64_t o = b * block_octets; o < o1; ++o) {
-      if constexpr (R <= 2)
+      if (R <= 2 && fetch)
         Prefetch(op[0].data, o * data_stride + kPrefetchBytes, P * kNBitsStepBytes);
 #pragma GCC unroll 4
       for (int i = 0; i < P; ++i) {
@@ -292,23 +295,24 @@ void FloatRows(const PackedNBits& w, int64_t panel, int panels, const SummedRows
 constexpr int PanelsAtOnce(int rows) { return rows == 1 ? 4 : rows == 2 ? 2 : 1; }
 
 template <int R, bool kVnni>
-void Int8Rows(const PackedNBits& w, int64_t panel, int panels, const QuantizedRows& a, float* acc) {
+void Int8Rows(const PackedNBits& w, int64_t panel, int panels, const QuantizedRows& a, bool fetch,
+              float* acc) {
   constexpr int kAtOnce = PanelsAtOnce(R);
   int i = 0;
   for (; i + kAtOnce <= panels; i += kAtOnce)
-    Int8Panels<R, kAtOnce, kVnni>(w, panel + i, a, acc + i * kNBitsPanel);
-  for (; i < panels; ++i) Int8Panels<R, 1, kVnni>(w, panel + i, a, acc + i * kNBitsPanel);
+    Int8Panels<R, kAtOnce, kVnni>(w, panel + i, a, fetch, acc + i * kNBitsPanel);
+  for (; i < panels; ++i) Int8Panels<R, 1, kVnni>(w, panel + i, a, fetch, acc + i * kNBitsPanel);
 }
 
 void FloatPanelAvx2(const PackedNBits& w, int64_t panel, int panels, int rows, const SummedRows& a,
-                    float* acc) {
+                    bool /*fetch*/, float* acc) {
   ForCount<kNBitsRows>(rows, [&]<int R>() { FloatRows<R>(w, panel, panels, a, acc); });
 }
 
 template <bool kVnni>
 void Int8PanelAvx2(const PackedNBits& w, int64_t panel, int panels, int rows,
-                   const QuantizedRows& a, float* acc) {
-  ForCount<kNBitsRows>(rows, [&]<int R>() { Int8Rows<R, kVnni>(w, panel, panels, a, acc); });
+                   const QuantizedRows& a, bool fetch, float* acc) {
+  ForCount<kNBitsRows>(rows, [&]<int R>() { Int8Rows<R, kVnni>(w, panel, panels, a, fetch, acc); });
 }
 
 // The table of one of the two instruction sets.

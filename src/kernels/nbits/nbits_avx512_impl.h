@@ -30,7 +30,7 @@ constexpr int PanelsAtOnce(int rows) { return rows <= 2 ? 4 : 2; }
 // weights sit on huge pages, core/weight_arena.h), and the prefetch instructions
 // would only take load slots; more rows spend longer per byte, and the prefetch
 // keeps the next ones coming. The kFloat panels spend longer per byte at any row
-// count and always prefetch.
+// count and prefetch at all of them. Either only when the call's `fetch` is set.
 template <int R>
 constexpr bool kSoftwarePrefetch = R > 1;
 
@@ -88,7 +88,7 @@ inline void FmaRows(const __m512 (&q)[P], const float* a, int64_t row_length,
 // The kFloat order of nbits.h: per block the low and the high codes' fma chains,
 // then the zero point and the scale, added into acc (zeroed first).
 template <int R, int P>
-void FloatPanels(const PackedNBits& w, int64_t panel, const SummedRows& a, float* acc) {
+void FloatPanels(const PackedNBits& w, int64_t panel, const SummedRows& a, bool fetch, float* acc) {
   PanelOperands op[P];
   GroupOperands(w, panel, op);
   const int64_t data_stride = op[0].data_stride, stride = op[0].stride;
@@ -96,11 +96,11 @@ void FloatPanels(const PackedNBits& w, int64_t panel, const SummedRows& a, float
   const __m512 codes = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   Accumulators<R, P>().Store(acc);
   for (int64_t b = 0; b < w.k_blocks; ++b) {
-    PrefetchBlock(op[0], b + 2);
+    if (fetch) PrefetchBlock(op[0], b + 2);
     Accumulators<R, P> low, high;
     const int64_t o1 = std::min(w.k_steps, (b + 1) * block_octets);
     for (int64_t o = b * block_octets; o < o1; ++o) {
-      Prefetch(op[0].data, o * data_stride + kPrefetchBytes, data_stride);
+      if (fetch) Prefetch(op[0].data, o * data_stride + kPrefetchBytes, data_stride);
       __m512i x[P];
 #pragma GCC unroll 4
       for (int i = 0; i < P; ++i) x[i] = _mm512_loadu_si512(op[i].data + o * data_stride);
@@ -159,7 +159,8 @@ inline __m512i DotAdd(__m512i t, __m512i low, __m512i high, __m512i a_low, __m51
 }
 
 template <int R, int P, bool kVnni>
-void Int8Panels(const PackedNBits& w, int64_t panel, const QuantizedRows& a, float* acc) {
+void Int8Panels(const PackedNBits& w, int64_t panel, const QuantizedRows& a, bool fetch,
+                float* acc) {
   PanelOperands op[P];
   GroupOperands(w, panel, op);
   const int64_t data_stride = op[0].data_stride, stride = op[0].stride;
@@ -168,7 +169,7 @@ void Int8Panels(const PackedNBits& w, int64_t panel, const QuantizedRows& a, flo
   Accumulators<R, P> accumulators;
   auto& c = accumulators.c;
   for (int64_t b = 0; b < w.k_blocks; ++b) {
-    if constexpr (kSoftwarePrefetch<R>) PrefetchBlock(op[0], b + 2);
+    if (kSoftwarePrefetch<R> && fetch) PrefetchBlock(op[0], b + 2);
     __m512i t[R][P];
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r)
@@ -176,7 +177,7 @@ void Int8Panels(const PackedNBits& w, int64_t panel, const QuantizedRows& a, flo
       for (int i = 0; i < P; ++i) t[r][i] = _mm512_setzero_si512();
     const int64_t o1 = std::min(w.k_steps, (b + 1) * block_octets);
     for (int64_t o = b * block_octets; o < o1; ++o) {
-      if constexpr (kSoftwarePrefetch<R>)
+      if (kSoftwarePrefetch<R> && fetch)
         Prefetch(op[0].data, o * data_stride + kPrefetchBytes, data_stride);
 #pragma GCC unroll 4
       for (int i = 0; i < P; ++i) {
@@ -210,21 +211,24 @@ void Int8Panels(const PackedNBits& w, int64_t panel, const QuantizedRows& a, flo
 
 // Runs `panels` panels for R rows, PanelsAtOnce(R) at a time.
 template <int R>
-void FloatRows(const PackedNBits& w, int64_t panel, int panels, const SummedRows& a, float* acc) {
+void FloatRows(const PackedNBits& w, int64_t panel, int panels, const SummedRows& a, bool fetch,
+               float* acc) {
   for (int i = 0; i < panels;) {
     const int n = std::min(PanelsAtOnce(R), panels - i);
     ForCount<PanelsAtOnce(R)>(
-        n, [&]<int N>() { FloatPanels<R, N>(w, panel + i, a, acc + i * kNBitsPanel); });
+        n, [&]<int N>() { FloatPanels<R, N>(w, panel + i, a, fetch, acc + i * kNBitsPanel); });
     i += n;
   }
 }
 
 template <int R, bool kVnni>
-void Int8Rows(const PackedNBits& w, int64_t panel, int panels, const QuantizedRows& a, float* acc) {
+void Int8Rows(const PackedNBits& w, int64_t panel, int panels, const QuantizedRows& a, bool fetch,
+              float* acc) {
   for (int i = 0; i < panels;) {
     const int n = std::min(PanelsAtOnce(R), panels - i);
     float* out = acc + i * kNBitsPanel;
-    ForCount<PanelsAtOnce(R)>(n, [&]<int N>() { Int8Panels<R, N, kVnni>(w, panel + i, a, out); });
+    ForCount<PanelsAtOnce(R)>(
+        n, [&]<int N>() { Int8Panels<R, N, kVnni>(w, panel + i, a, fetch, out); });
     i += n;
   }
 }
@@ -257,14 +261,14 @@ void QuantizeBlockAvx512(const float* a, int64_t count, int8_t* q, int32_t* sum,
 }
 
 void FloatPanelAvx512(const PackedNBits& w, int64_t panel, int panels, int rows,
-                      const SummedRows& a, float* acc) {
-  ForCount<kNBitsRows>(rows, [&]<int R>() { FloatRows<R>(w, panel, panels, a, acc); });
+                      const SummedRows& a, bool fetch, float* acc) {
+  ForCount<kNBitsRows>(rows, [&]<int R>() { FloatRows<R>(w, panel, panels, a, fetch, acc); });
 }
 
 template <bool kVnni>
 void Int8PanelAvx512(const PackedNBits& w, int64_t panel, int panels, int rows,
-                     const QuantizedRows& a, float* acc) {
-  ForCount<kNBitsRows>(rows, [&]<int R>() { Int8Rows<R, kVnni>(w, panel, panels, a, acc); });
+                     const QuantizedRows& a, bool fetch, float* acc) {
+  ForCount<kNBitsRows>(rows, [&]<int R>() { Int8Rows<R, kVnni>(w, panel, panels, a, fetch, acc); });
 }
 
 // The table of one of the two instruction sets.

@@ -95,10 +95,13 @@ inline int32_t Int32At(const int8_t* p) {
   return v;
 }
 
+// fetch: whether the call prefetches the panels' bytes ahead of its loop (where its
+// kernel does at that row count): set for the driver's first tile of rows on these
+// panels, which may read them from memory; the later tiles find them in the caches.
 using FloatPanelFn = void (*)(const PackedNBits& w, int64_t panel, int panels, int rows,
-                              const SummedRows& a, float* acc);
+                              const SummedRows& a, bool fetch, float* acc);
 using Int8PanelFn = void (*)(const PackedNBits& w, int64_t panel, int panels, int rows,
-                             const QuantizedRows& a, float* acc);
+                             const QuantizedRows& a, bool fetch, float* acc);
 
 // Quantizes one block of A (count values) for the kInt8 arithmetic: q_a to q,
 // their sum and s_a (nbits.h).
