@@ -3,7 +3,9 @@
 // still has several independent fma chains in flight. Written once for the
 // AVX-512BW and the AVX-512 VNNI tables (nbits_avx512.cc, nbits_avx512vnni.cc),
 // which differ in the kInt8 dot product only; internal linkage, so that each
-// file keeps the code compiled for its own instruction set.
+// file keeps the code compiled for its own instruction set. Both arithmetics
+// prefetch their group's bytes whenever the call's `fetch` asks, one row included:
+// the hardware prefetchers alone follow the interleaved panels' stream less well.
 #pragma once
 
 #include <immintrin.h>
@@ -24,15 +26,6 @@ using simd::Avx512;
 // The panels one call runs at once: enough chains to hide the fma latency,
 // few enough that the accumulators stay in registers.
 constexpr int PanelsAtOnce(int rows) { return rows <= 2 ? 4 : 2; }
-
-// Whether R rows of the kInt8 panels prefetch their group's bytes. One row's loop
-// reads its stream fast enough for the hardware prefetchers to follow it (the packed
-// weights sit on huge pages, core/weight_arena.h), and the prefetch instructions
-// would only take load slots; more rows spend longer per byte, and the prefetch
-// keeps the next ones coming. The kFloat panels spend longer per byte at any row
-// count and prefetch at all of them. Either only when the call's `fetch` is set.
-template <int R>
-constexpr bool kSoftwarePrefetch = R > 1;
 
 // 16 columns' bytes (zero codes), one per int32 lane.
 inline __m512i LoadBytes(const uint8_t* p) {
@@ -169,7 +162,7 @@ void Int8Panels(const PackedNBits& w, int64_t panel, const QuantizedRows& a, boo
   Accumulators<R, P> accumulators;
   auto& c = accumulators.c;
   for (int64_t b = 0; b < w.k_blocks; ++b) {
-    if (kSoftwarePrefetch<R> && fetch) PrefetchBlock(op[0], b + 2);
+    if (fetch) PrefetchBlock(op[0], b + 2);
     __m512i t[R][P];
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r)
@@ -177,8 +170,7 @@ void Int8Panels(const PackedNBits& w, int64_t panel, const QuantizedRows& a, boo
       for (int i = 0; i < P; ++i) t[r][i] = _mm512_setzero_si512();
     const int64_t o1 = std::min(w.k_steps, (b + 1) * block_octets);
     for (int64_t o = b * block_octets; o < o1; ++o) {
-      if (kSoftwarePrefetch<R> && fetch)
-        Prefetch(op[0].data, o * data_stride + kPrefetchBytes, data_stride);
+      if (fetch) Prefetch(op[0].data, o * data_stride + kPrefetchBytes, data_stride);
 #pragma GCC unroll 4
       for (int i = 0; i < P; ++i) {
         // Per int32 lane (column): q[8o..8o+3] in the low nibbles, q[8o+4..8o+7] in the high.
