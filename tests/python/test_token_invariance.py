@@ -3,9 +3,9 @@ one run, a prefix run alone, the sequence split into runs with the presents fed 
 with a KV cache octet holds (the prompt, then a token per run, as `octet generate` does),
 alone or in a left-padded batch with another sequence: the same bits, on every form of the
 tiny Qwen3-architecture decoder (tools/models/build_qwen3.py --tiny), on 1 and 2 threads
-and on every ISA path. ONNX Runtime does not promise this (its MatMulNBits rows change with
-the row count), and it is what lets a cached prompt, a re-scored prefix and a decoded token
-agree bit for bit (docs/design.md, "Row independence")."""
+and on every ISA path. ONNX Runtime does not promise this; it is what lets a cached
+prompt, a re-scored prefix and a decoded token agree bit for bit (docs/design.md, "Row
+independence")."""
 
 import os
 import subprocess
@@ -42,22 +42,10 @@ def whole(session, cfg, form, sequences):
 def in_runs(session, cfg, sequence, sizes, kv_cache):
     """The logits of `sequence` given in runs of `sizes` tokens, each run after the ones
     before it: through the KV cache octet holds, or with the presents fed back."""
-    outputs = [o.name for o in session.get_outputs()]
-    wanted = ["logits"] if kv_cache else outputs
-    cache = session.new_kv_cache() if kv_cache else None
-    past = {} if kv_cache else decoder.empty_past(cfg, 1)
-    logits, start = [], 0
-    for size in sizes:
-        ids = np.array([sequence[start:start + size]], np.int64)
-        feeds = {"input_ids": ids, "attention_mask": np.ones((1, start + size), np.int64),
-                 "position_ids": np.arange(start, start + size, dtype=np.int64)[None]}
-        results = dict(zip(wanted, session.run(wanted, {**feeds, **past}, kv_cache=cache)))
-        logits.append(results["logits"][0])
-        if not kv_cache:
-            past = {name.replace("present", "past_key_values"): value
-                    for name, value in results.items() if name.startswith("present.")}
-        start += size
-    return np.concatenate(logits)
+    runner = decoder.CachedRunner(cfg, session, [o.name for o in session.get_outputs()],
+                                  kv_cache=session.new_kv_cache() if kv_cache else None)
+    starts = np.cumsum([0] + sizes[:-1])
+    return np.concatenate([runner.step(sequence[s:s + n]) for s, n in zip(starts, sizes)])
 
 
 def check(paths, cfg, variant, threads):

@@ -357,11 +357,13 @@ def empty_past(cfg, batch):
 
 class CachedRunner:
     """Drives a cached-form session (anything with run(None, feeds) -> [logits, present...])
-    one chunk at a time for a batch of one."""
+    one chunk at a time for a batch of one, feeding the presents back; with kv_cache (an
+    octet KV cache of the session's) octet holds the past instead."""
 
-    def __init__(self, cfg, session, output_names):
+    def __init__(self, cfg, session, output_names, kv_cache=None):
         self.cfg, self.session, self.names = cfg, session, output_names
-        self.past = empty_past(cfg, 1)
+        self.kv_cache = kv_cache
+        self.past = {} if kv_cache is not None else empty_past(cfg, 1)
         self.length = 0
 
     def step(self, tokens):
@@ -370,10 +372,12 @@ class CachedRunner:
                  "attention_mask": np.ones((1, self.length + n), np.int64),
                  "position_ids": np.arange(self.length, self.length + n, dtype=np.int64)[None]}
         feeds.update(self.past)
+        self.length += n
+        if self.kv_cache is not None:
+            return self.session.run(["logits"], feeds, kv_cache=self.kv_cache)[0][0]
         outputs = dict(zip(self.names, self.session.run(None, feeds)))
         for name in self.past:
             self.past[name] = outputs[name.replace("past_key_values", "present")]
-        self.length += n
         return outputs["logits"][0]
 
 
