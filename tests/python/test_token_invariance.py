@@ -29,6 +29,13 @@ import octet  # noqa: E402
 ALL = ("fp32",) + quantize_llm.VARIANTS
 FIRST = [72, 101, 108, 108, 111, 44, 32, 119, 111, 114, 108, 100, 33]
 OTHER = [256, 7, 300, 0, 511]
+# Long enough to cross the float attention's blocks of 48 query rows three times.
+LONG = [(37 * i + 11) % 512 for i in range(150)]
+# Each sequence, the length of a prefix run alone, and ways to split it into runs.
+CASES = [
+    (FIRST, 5, ([len(FIRST) - 1, 1], [4, 3, 1, 5], [1] * len(FIRST))),
+    (LONG, 100, ([len(LONG) - 1, 1], [50, 47, 53], [97, 1, 1, 51])),
+]
 
 
 def whole(session, cfg, form, sequences):
@@ -49,23 +56,25 @@ def in_runs(session, cfg, sequence, sizes, kv_cache):
 
 
 def check(paths, cfg, variant, threads):
-    """Asserts every way of running FIRST gives the bits of its whole run."""
+    """Asserts every way of running each sequence of CASES gives the bits of its whole run."""
     for form in ("plain", "cached"):
         session = octet.InferenceSession(paths[form, variant], threads=threads)
-        alone = whole(session, cfg, form, [FIRST])[0][0]
-        prefix = whole(session, cfg, form, [FIRST[:5]])[0][0]
-        assert prefix.tobytes() == alone[:5].tobytes(), (variant, form, threads, "prefix")
-        both, mask = whole(session, cfg, form, [OTHER, FIRST])
-        assert both[1].tobytes() == alone.tobytes(), (variant, form, threads, "batch")
         other = whole(session, cfg, form, [OTHER])[0][0]
-        assert both[0][mask[0].astype(bool)].tobytes() == other.tobytes(), \
-            (variant, form, threads, "padded batch")
-        if form != "cached":
-            continue
-        for kv_cache in (False, True):
-            for sizes in ([len(FIRST) - 1, 1], [4, 3, 1, 5], [1] * len(FIRST)):
-                got = in_runs(session, cfg, FIRST, sizes, kv_cache)
-                assert got.tobytes() == alone.tobytes(), (variant, threads, kv_cache, sizes)
+        for sequence, prefix_length, splits in CASES:
+            case = (variant, form, threads, len(sequence))
+            alone = whole(session, cfg, form, [sequence])[0][0]
+            prefix = whole(session, cfg, form, [sequence[:prefix_length]])[0][0]
+            assert prefix.tobytes() == alone[:prefix_length].tobytes(), case + ("prefix",)
+            both, mask = whole(session, cfg, form, [OTHER, sequence])
+            assert both[1].tobytes() == alone.tobytes(), case + ("batch",)
+            assert both[0][mask[0].astype(bool)].tobytes() == other.tobytes(), \
+                case + ("padded batch",)
+            if form != "cached":
+                continue
+            for kv_cache in (False, True):
+                for sizes in splits:
+                    got = in_runs(session, cfg, sequence, sizes, kv_cache)
+                    assert got.tobytes() == alone.tobytes(), case + (kv_cache, sizes)
 
 
 @pytest.fixture(scope="module")
