@@ -39,8 +39,8 @@ enum class DType : int32_t {
 std::string DTypeName(DType t);
 
 // Bytes per element in octet's in-memory layout. 4-bit types are stored
-// unpacked, one element per byte (the loader unpacks them). 0 for types octet
-// cannot hold (string, complex).
+// unpacked, one element per byte (but for Tensor::PackedNibbles). 0 for types
+// octet cannot hold (string, complex).
 size_t DTypeSize(DType t);
 
 // Unpacks `count` 4-bit values held two per byte (value 2 i in byte i's low nibble, as ONNX

@@ -277,6 +277,33 @@ Tensor Tensor::View(DType dtype, Shape shape, void* data, std::shared_ptr<void> 
   return t;
 }
 
+Tensor Tensor::PackedNibbles(DType dtype, Shape shape, const void* bytes,
+                             std::shared_ptr<void> owner) {
+  OCTET_CHECK(dtype == DType::kInt4 || dtype == DType::kUInt4, "packed nibbles of type ",
+              DTypeName(dtype), ": only int4 and uint4 are packed");
+  Tensor t = View(dtype, std::move(shape), const_cast<void*>(bytes), std::move(owner));
+  t.packed_nibbles_ = true;
+  return t;
+}
+
+const uint8_t* Tensor::nibbles() const {
+  if (!packed_nibbles_)
+    FailInternal("tensor of type ", DTypeName(dtype_), " read as packed nibbles; it is unpacked");
+  return static_cast<const uint8_t*>(data_);
+}
+
+void Tensor::FailPackedNibbles() const {
+  FailInternal("tensor of type ", DTypeName(dtype_), " ", ShapeToString(shape_),
+               " holds packed nibbles; its reader must unpack it (UnpackedNibbles)");
+}
+
+Tensor UnpackedNibbles(const Tensor& t) {
+  if (!t.packed_nibbles()) return t;
+  Tensor out = Tensor::Uninitialized(t.dtype(), t.shape());
+  Unpack4Bit(t.nibbles(), t.numel(), t.dtype() == DType::kInt4, static_cast<uint8_t*>(out.raw()));
+  return out;
+}
+
 Tensor Tensor::Reshaped(Shape shape) const {
   OCTET_CHECK(NumElements(shape) == numel_, "cannot reshape ", ShapeToString(shape_), " to ",
               ShapeToString(shape));
@@ -286,12 +313,14 @@ Tensor Tensor::Reshaped(Shape shape) const {
 }
 
 Tensor Tensor::Clone() const {
+  if (packed_nibbles_) return UnpackedNibbles(*this);
   Tensor t(dtype_, shape_);
   if (nbytes()) std::memcpy(t.data_, data_, nbytes());
   return t;
 }
 
 void Tensor::CheckType(size_t elem_size, DType requested) const {
+  if (packed_nibbles_) FailPackedNibbles();
   bool ok = requested == dtype_;
   if (!ok) {
     // Bit-pattern storage: 16-bit floats as uint16_t, 8-bit floats and 4-bit ints as bytes.

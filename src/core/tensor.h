@@ -42,12 +42,25 @@ class Tensor {
   // Wraps external memory without owning it (owner keeps it alive).
   static Tensor View(DType dtype, Shape shape, void *data, std::shared_ptr<void> owner = nullptr);
 
+  // A 4-bit (int4 / uint4) tensor over bytes that hold two elements each, element 2 i in
+  // byte i's low nibble as ONNX serializes them: how the loader maps a model's large 4-bit
+  // external data, so that the file's pages stay the tensor's until a kernel packs them
+  // (or, for a table read a row at a time, for good). raw() and data() refuse it;
+  // nibbles() reads it, UnpackedNibbles() gives octet's byte-per-element form.
+  static Tensor PackedNibbles(DType dtype, Shape shape, const void *bytes,
+                              std::shared_ptr<void> owner);
+
   DType dtype() const { return dtype_; }
   const Shape &shape() const { return shape_; }
   size_t rank() const { return shape_.size(); }
   int64_t dim(size_t i) const { return shape_[i]; }
   int64_t numel() const { return numel_; }
-  size_t nbytes() const { return static_cast<size_t>(numel_) * DTypeSize(dtype_); }
+  // Bytes of the elements: one per element of a 4-bit tensor, but half that, rounded up,
+  // when it holds packed nibbles.
+  size_t nbytes() const {
+    return packed_nibbles_ ? static_cast<size_t>(numel_ / 2 + numel_ % 2)
+                           : static_cast<size_t>(numel_) * DTypeSize(dtype_);
+  }
   bool defined() const { return dtype_ != DType::kUndefined; }
   // True when no other Tensor shares this tensor's storage owner, so a caller may
   // hand the bytes on without copying; false for views of memory they do not own
@@ -55,8 +68,17 @@ class Tensor {
   // whose private mapping may be written) counts as sole.
   bool SoleOwner() const { return owner_ && owner_.use_count() == 1; }
 
-  void *raw() { return data_; }
-  const void *raw() const { return data_; }
+  void *raw() {
+    if (packed_nibbles_) FailPackedNibbles();
+    return data_;
+  }
+  const void *raw() const {
+    if (packed_nibbles_) FailPackedNibbles();
+    return data_;
+  }
+  bool packed_nibbles() const { return packed_nibbles_; }
+  // The bytes of a PackedNibbles tensor; throws for any other.
+  const uint8_t *nibbles() const;
 
   // Typed access; checks that T matches dtype() (4-bit types are int8/uint8
   // bytes, float16/bfloat16 are uint16_t bits, float8 types are uint8_t bits).
@@ -73,10 +95,12 @@ class Tensor {
 
   // Same bytes, new shape with the same element count.
   Tensor Reshaped(Shape shape) const;
+  // A copy in storage of its own; a packed-nibble tensor's copy is unpacked.
   Tensor Clone() const;
 
  private:
   void CheckType(size_t elem_size, DType requested) const;
+  [[noreturn]] void FailPackedNibbles() const;
   Tensor(DType dtype, Shape shape, bool zero_fill);
 
   DType dtype_ = DType::kUndefined;
@@ -84,6 +108,11 @@ class Tensor {
   int64_t numel_ = 0;
   std::shared_ptr<void> owner_;
   void *data_ = nullptr;
+  bool packed_nibbles_ = false;
 };
+
+// t in octet's form of a 4-bit tensor, one element per byte (int4 as int8 -8..7): t
+// itself unless it holds packed nibbles, else an unpacked copy.
+Tensor UnpackedNibbles(const Tensor &t);
 
 }  // namespace octet

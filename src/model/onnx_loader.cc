@@ -322,12 +322,14 @@ Tensor TensorFromProto(const onnx::TensorProto& proto, const std::string& base_d
   if (external) {
     check_limit();
     const ExternalBytes at = LocateExternalData(proto, base_dir, expected_bytes, what);
-    // 4-bit and bool bytes are converted or checked on the way in.
-    if (!Is4Bit(dtype) && dtype != DType::kBool && expected_bytes >= kMappedExternalBytes &&
+    // Bool bytes are checked on the way in; 4-bit ones stay packed in the mapping
+    // (Tensor::PackedNibbles: the session unpacks them for kernels that do not read them so).
+    if (dtype != DType::kBool && expected_bytes >= kMappedExternalBytes &&
         at.offset % kMappedExternalAlign == 0) {
       void* data = nullptr;
       if (std::shared_ptr<void> mapping = MapExternalData(at, expected_bytes, &data))
-        return Tensor::View(dtype, shape, data, std::move(mapping));
+        return Is4Bit(dtype) ? Tensor::PackedNibbles(dtype, shape, data, std::move(mapping))
+                             : Tensor::View(dtype, shape, data, std::move(mapping));
     }
     const std::string bytes = ReadExternalData(at, expected_bytes, what);
     Tensor t(dtype, shape);

@@ -36,16 +36,33 @@ const Tensor& ConstantInput(const KernelInit& init, size_t i, const char* name) 
   return *t;
 }
 
-// What turns a byte of a 4-bit tensor octet holds unpacked into its code: int4 values
-// move by 8 (so q - zp is unchanged when both move), uint4 ones stay.
+uint8_t Nibble(const uint8_t* packed, int64_t i) { return (packed[i / 2] >> ((i & 1) * 4)) & 15; }
+
+// What turns a 4-bit tensor's element into its code: int4 values move by 8 (so q - zp
+// is unchanged when both move), uint4 ones stay. In packed nibbles (Tensor::PackedNibbles)
+// an int4 value v is v & 15, and (v & 15) ^ 8 = v + 8.
 uint8_t CodeOffset(const Tensor& t) { return t.dtype() == DType::kInt4 ? 8 : 0; }
 
-// The 4-bit code of element i of such a tensor.
-uint8_t Code(const Tensor& t, int64_t i) {
-  return static_cast<uint8_t>(static_cast<const uint8_t*>(t.raw())[i] + CodeOffset(t));
+// The codes of elements first .. first + count - 1 of a 4-bit tensor, in either form.
+void CodesOf(const Tensor& t, int64_t first, int64_t count, uint8_t* out) {
+  const uint8_t offset = CodeOffset(t);
+  if (t.packed_nibbles()) {
+    const uint8_t* bytes = t.nibbles();
+    const int64_t odd = std::min<int64_t>(first % 2, count);  // an element in a high nibble
+    if (odd) out[0] = Nibble(bytes, first);
+    Unpack4Bit(bytes + (first + odd) / 2, count - odd, /*is_signed=*/false, out + odd);
+    for (int64_t i = 0; i < count; ++i) out[i] ^= offset;
+  } else {
+    const uint8_t* bytes = static_cast<const uint8_t*>(t.raw()) + first;
+    for (int64_t i = 0; i < count; ++i) out[i] = static_cast<uint8_t>(bytes[i] + offset);
+  }
 }
 
-uint8_t Nibble(const uint8_t* packed, int64_t i) { return (packed[i / 2] >> ((i & 1) * 4)) & 15; }
+uint8_t Code(const Tensor& t, int64_t i) {
+  uint8_t code;
+  CodesOf(t, i, 1, &code);
+  return code;
+}
 
 // A = [..., K] -> y = [..., N], through the packed weights.
 void RunProduct(KernelContext& ctx, const PackedNBits& w, const Tensor& a, const float* bias) {
@@ -159,18 +176,15 @@ NBitsOperands BlockedDqOperands(const KernelInit& init, size_t first, const std:
       // The codes, kTransposedColumns rows of w at a time through a tile in L1: run's
       // rows lie K bytes apart, and a store to each of them per k would keep evicting
       // the others when K is a multiple of the cache's set stride.
-      const uint8_t* bytes = static_cast<const uint8_t*>(w.raw()) + n;
-      const uint8_t offset = CodeOffset(w);
       uint8_t* out = run.data();
       uint8_t tile[kTransposedColumns][kTransposedColumns];
       for (int64_t k0 = 0; k0 < K; k0 += kTransposedColumns) {
         const int64_t rows = std::min(kTransposedColumns, K - k0);
-        for (int64_t r = 0; r < rows; ++r) std::memcpy(tile[r], bytes + (k0 + r) * N, width);
+        for (int64_t r = 0; r < rows; ++r) CodesOf(w, (k0 + r) * N + n, width, tile[r]);
         for (int64_t j = 0; j < width; ++j) {
           uint8_t* column = out + j * K + k0;
           const uint8_t* codes = &tile[0][j];
-          for (int64_t r = 0; r < rows; ++r)
-            column[r] = static_cast<uint8_t>(codes[r * kTransposedColumns] + offset);
+          for (int64_t r = 0; r < rows; ++r) column[r] = codes[r * kTransposedColumns];
         }
       }
     }
@@ -307,7 +321,9 @@ class GatherBlockQuantizedKernel : public OpKernel {
     OCTET_CHECK(block_size_ >= 16 && (block_size_ & (block_size_ - 1)) == 0, node.Describe(),
                 ": block_size ", block_size_, " must be a power of two >= 16");
     const Tensor* data = init.constant_inputs.empty() ? nullptr : init.constant_inputs[0];
-    if (data && (data->dtype() == DType::kInt4 || data->dtype() == DType::kUInt4)) {
+    // Packed nibbles (a mapped table) are read in place: a run touches its rows only.
+    if (data && !data->packed_nibbles() &&
+        (data->dtype() == DType::kInt4 || data->dtype() == DType::kUInt4)) {
       codes_ =
           WeightVector<uint8_t>((data->numel() + 1) / 2, 0, WeightAllocator<uint8_t>(init.weights));
       for (int64_t i = 0; i < data->numel(); ++i)
@@ -315,7 +331,7 @@ class GatherBlockQuantizedKernel : public OpKernel {
     }
   }
 
-  // Constant 4-bit data lives on as codes_.
+  // Constant unpacked 4-bit data lives on as codes_.
   bool ReadsConstantInRun(size_t input) const override { return input != 0 || codes_.empty(); }
 
   void Run(KernelContext& ctx) override {
@@ -411,16 +427,20 @@ bool AcceptsNBitsSiblings(const Node& node, const std::vector<DType>& t) {
 }  // namespace
 
 void RegisterNBitsOps(KernelRegistry& r) {
+  // The kernels with int4 / uint4 inputs read them through CodesOf, in either form.
+  constexpr bool kReadsPackedNibbles = true;
   r.Register({kMsDomain, "MatMulNBits", 1, 1 << 30, AcceptsMatMulNBits, FloatOutput,
               [](const KernelInit& init) { return std::make_unique<MatMulNBitsKernel>(init); }});
   r.Register(
       {kMsDomain, "GatherBlockQuantized", 1, 1 << 30, AcceptsGatherBlockQuantized, FloatOutput,
-       [](const KernelInit& init) { return std::make_unique<GatherBlockQuantizedKernel>(init); }});
-  r.Register(
-      {kOctetDomain, kBlockedDqMatMulOp, 1, 1 << 30, AcceptsBlockedDqMatMul, FloatOutput,
-       [](const KernelInit& init) { return std::make_unique<BlockedDqMatMulKernel>(init); }});
+       [](const KernelInit& init) { return std::make_unique<GatherBlockQuantizedKernel>(init); },
+       kReadsPackedNibbles});
+  r.Register({kOctetDomain, kBlockedDqMatMulOp, 1, 1 << 30, AcceptsBlockedDqMatMul, FloatOutput,
+              [](const KernelInit& init) { return std::make_unique<BlockedDqMatMulKernel>(init); },
+              kReadsPackedNibbles});
   r.Register({kOctetDomain, kNBitsSiblingsOp, 1, 1 << 30, AcceptsNBitsSiblings, FloatOutputs,
-              [](const KernelInit& init) { return std::make_unique<NBitsSiblingsKernel>(init); }});
+              [](const KernelInit& init) { return std::make_unique<NBitsSiblingsKernel>(init); },
+              kReadsPackedNibbles});
 }
 
 }  // namespace octet

@@ -45,6 +45,16 @@ std::vector<ColumnRange> KernelContext::AllocateColumnOutputs(DType dtype, Shape
   return ranges;
 }
 
+void UnpackNibblesFor(const KernelDef& def, std::vector<const Tensor*>& inputs,
+                      std::vector<Tensor>& unpacked) {
+  unpacked.resize(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!NeedsUnpackedNibbles(def, inputs[i])) continue;
+    unpacked[i] = UnpackedNibbles(*inputs[i]);
+    inputs[i] = &unpacked[i];
+  }
+}
+
 std::vector<DType> FloatOutput(const Node&, const std::vector<DType>&) { return {DType::kFloat32}; }
 
 std::vector<DType> FloatOutputs(const Node& node, const std::vector<DType>&) {

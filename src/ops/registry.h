@@ -103,7 +103,20 @@ struct KernelDef {
   // Output dtypes for accepted inputs; may throw octet::Error for a bad attribute.
   std::function<std::vector<DType>(const Node&, const std::vector<DType>&)> infer_types;
   std::function<std::unique_ptr<OpKernel>(const KernelInit&)> create;
+  // True when the kernel takes its 4-bit inputs in either form, packed nibbles
+  // (Tensor::PackedNibbles) or a byte per element, at creation and in Run, keeping no
+  // pointer into them past the call; other kernels get packed constants unpacked.
+  bool reads_packed_nibbles = false;
 };
+
+// Whether a kernel of `def` must be given constant t unpacked (UnpackedNibbles).
+inline bool NeedsUnpackedNibbles(const KernelDef& def, const Tensor* t) {
+  return t != nullptr && t->packed_nibbles() && !def.reads_packed_nibbles;
+}
+// Points each of `inputs` that NeedsUnpackedNibbles at its unpacked copy, kept in `unpacked`
+// (one slot per input).
+void UnpackNibblesFor(const KernelDef& def, std::vector<const Tensor*>& inputs,
+                      std::vector<Tensor>& unpacked);
 
 class KernelRegistry {
  public:

@@ -123,6 +123,8 @@ ClaimPlan PlanClaims(const Graph& graph, const ClaimOptions& options) {
                     " but octet's kernel makes ", DTypeName(out_types[k]));
         types[out] = out_types[k];
       }
+      std::vector<Tensor> unpacked;
+      UnpackNibblesFor(def, constants, unpacked);
       def.create(KernelInit{node, in_types, constants, &pool});
       cls[i] = IsIntegerOp(node) ? NodeClass::kInt8
                : IsExactOp(node) ? NodeClass::kExact

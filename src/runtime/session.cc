@@ -215,7 +215,12 @@ void InferenceSession::Impl::Prepare(const SessionOptions &options) {
   for (const Node &node : g.nodes)
     for (int in : node.inputs)
       if (in >= 0) ++readers_left[in];
-  for (int v : g.outputs) read_in_run[v] = true;
+  for (int v : g.outputs) {
+    read_in_run[v] = true;
+    // A run hands the graph's outputs to the caller in octet's byte-per-element form.
+    if (auto it = g.initializers.find(v); it != g.initializers.end())
+      it->second = UnpackedNibbles(it->second);
+  }
 
   const KernelRegistry &registry = KernelRegistry::Global();
   size_t freed = 0;  // initializer bytes freed since memory last went back to the system
@@ -239,6 +244,12 @@ void InferenceSession::Impl::Prepare(const SessionOptions &options) {
                   ": output '", g.values[out].name, "' is declared ", DTypeName(declared),
                   " but the operator produces ", DTypeName(out_types[i]));
       value_types[out] = out_types[i];
+    }
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      // In place, so that the later readers share the unpacked bytes.
+      if (!NeedsUnpackedNibbles(def, constants[i])) continue;
+      Tensor &t = g.initializers.at(node.inputs[i]);
+      t = UnpackedNibbles(t);
     }
     KernelInit init{node, in_types, constants, pool.get(), &weights};
     std::unique_ptr<OpKernel> kernel;

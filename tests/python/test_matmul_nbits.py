@@ -376,3 +376,67 @@ def test_packed_weights_shared_with_other_readers():
     for g_out, w_out in zip(got, want):
         np.testing.assert_allclose(g_out, w_out, rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(got[2], scales.reshape(-1) * scales.reshape(-1))
+
+
+def test_large_external_4bit_tensors_give_the_bits_of_inline_ones(tmp_path):
+    """4-bit initializers of at least 1 MiB at 64-byte offsets of an external data file stay
+    packed in their mapping (docs/loading.md): a GatherBlockQuantized uint4 table read in
+    place, two sibling DequantizeLinear(int4 / uint4) -> MatMul folds packed from theirs, and
+    an unfused DequantizeLinear of an int4 initializer that is also a graph output (unpacked
+    for both readers) give the bytes of the same model with every tensor inline, in a session that
+    outlives the files; the table stays mapped from the file, a row read per index."""
+    rng = np.random.default_rng(23)
+    K, N, V, bs = 1024, 2048, 2048, 32
+
+    def int4(shape):
+        return rng.integers(-8, 8, shape).astype(np.int8).astype(ml_dtypes.int4)
+
+    def uint4(shape):
+        return rng.integers(0, 16, shape).astype(np.uint8).astype(ml_dtypes.uint4)
+
+    def scales(shape):
+        return rng.uniform(0.005, 0.05, shape).astype(np.float32)
+
+    # W2's odd width starts every other row of it in a byte's high nibble.
+    big = {"D": uint4((V, K)), "W1": int4((K, N)), "W2": uint4((K, N + 1)), "W3": int4((K, N))}
+    small = {"DS": scales((V, K // bs)), "DZ": uint4((V, K // bs)),
+             "S1": scales((K // bs, N)), "Z1": int4((K // bs, N)), "S2": scales((K // bs, N + 1)),
+             "S3": scales((K // bs, N))}
+    inits = [numpy_helper.from_array(v, k) for k, v in {**big, **small}.items()]
+    nodes = [
+        helper.make_node("GatherBlockQuantized", ["D", "I", "DS", "DZ"], ["rows"],
+                         domain="com.microsoft", gather_axis=0, quantize_axis=1, block_size=bs,
+                         bits=4),
+        helper.make_node("DequantizeLinear", ["W1", "S1", "Z1"], ["W1f"], axis=0, block_size=bs),
+        helper.make_node("MatMul", ["A", "W1f"], ["Y1"]),
+        helper.make_node("DequantizeLinear", ["W2", "S2"], ["W2f"], axis=0, block_size=bs),
+        helper.make_node("MatMul", ["A", "W2f"], ["Y2"]),
+        helper.make_node("DequantizeLinear", ["W3", "S3"], ["W3f"], axis=0, block_size=bs)]
+    outputs = [helper.make_tensor_value_info(n, t, None) for n, t in
+               (("rows", TP.FLOAT), ("Y1", TP.FLOAT), ("Y2", TP.FLOAT), ("W3f", TP.FLOAT),
+                ("W3", TP.INT4))]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("I", TP.INT64, None),
+                                           helper.make_tensor_value_info("A", TP.FLOAT, None)],
+                              outputs, inits)
+    model = helper.make_model(graph, opset_imports=OPSETS, ir_version=10)
+    feeds = {"I": np.array([5, V - 1, 0, 5], np.int64),
+             "A": rng.standard_normal((3, K)).astype(np.float32)}
+    inline = octet.InferenceSession(model.SerializeToString()).run(None, feeds)
+
+    folder = tmp_path / "external"
+    folder.mkdir()
+    onnx.save_model(model, folder / "model.onnx", save_as_external_data=True,
+                    location="model.data", size_threshold=1 << 20)
+    stored = onnx.load(folder / "model.onnx", load_external_data=False)
+    offsets = {t.name: int({e.key: e.value for e in t.external_data}["offset"])
+               for t in stored.graph.initializer if t.external_data}
+    assert set(offsets) == set(big) and all(o % 64 == 0 for o in offsets.values()), offsets
+    session = octet.InferenceSession(folder / "model.onnx")
+    with open("/proc/self/maps") as maps:
+        assert str(folder / "model.data") in maps.read()
+    for f in folder.iterdir():
+        f.unlink()
+    external = session.run(None, feeds)
+    assert [y.tobytes() for y in external] == [y.tobytes() for y in inline]
+    assert inline[4].dtype == ml_dtypes.int4
+    np.testing.assert_array_equal(inline[4].astype(np.int8), big["W3"].astype(np.int8))

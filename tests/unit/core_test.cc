@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <memory>
 #include <thread>
 
 #include "core/sanitizers.h"
@@ -47,6 +48,33 @@ TEST(Tensor, ReshapeKeepsBytesAndChecksCount) {
   Tensor c = t.Clone();
   c.data<int8_t>()[5] = 1;
   EXPECT_EQ(t.data<int8_t>()[5], 7);
+}
+
+// Packed nibbles (element 2 i in byte i's low nibble) are read only as such; unpacking
+// gives int4 as -8..7 and uint4 as 0..15, an odd count's last element alone in its byte.
+TEST(Tensor, PackedNibblesAreReadOnlyAsSuch) {
+  const uint8_t bytes[3] = {0x8F, 0x70, 0x0A};  // elements 15 8 0 7 10 (and a spare 0)
+  auto owner = std::make_shared<int>(0);
+  const Tensor u4 = Tensor::PackedNibbles(DType::kUInt4, {5}, bytes, owner);
+  EXPECT_TRUE(u4.packed_nibbles());
+  EXPECT_EQ(u4.nbytes(), 3u);
+  EXPECT_EQ(u4.nibbles(), bytes);
+  EXPECT_THROW(u4.raw(), Error);
+  EXPECT_THROW(u4.data<uint8_t>(), Error);
+  const Tensor unpacked = UnpackedNibbles(u4);
+  EXPECT_FALSE(unpacked.packed_nibbles());
+  EXPECT_EQ(unpacked.nbytes(), 5u);
+  EXPECT_THROW(unpacked.nibbles(), Error);
+  const uint8_t want_u4[5] = {15, 8, 0, 7, 10};
+  EXPECT_EQ(std::memcmp(unpacked.data<uint8_t>(), want_u4, 5), 0);
+  const Tensor i4 = UnpackedNibbles(Tensor::PackedNibbles(DType::kInt4, {5}, bytes, owner));
+  const int8_t want_i4[5] = {-1, -8, 0, 7, -6};
+  EXPECT_EQ(std::memcmp(i4.data<int8_t>(), want_i4, 5), 0);
+  const Tensor copy = u4.Reshaped({1, 5}).Clone();
+  EXPECT_EQ(copy.shape(), (Shape{1, 5}));
+  EXPECT_EQ(std::memcmp(copy.data<uint8_t>(), want_u4, 5), 0);
+  EXPECT_EQ(UnpackedNibbles(unpacked).raw(), unpacked.raw());  // already unpacked: itself
+  EXPECT_THROW(Tensor::PackedNibbles(DType::kUInt8, {2}, bytes, owner), Error);
 }
 
 TEST(Tensor, RejectsNegativeDimsAndUnsupportedTypes) {
