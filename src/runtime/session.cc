@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 #include <new>
+#include <numeric>
 #include <set>
 #include <stdexcept>
 #include <system_error>
@@ -222,39 +223,63 @@ void InferenceSession::Impl::Prepare(const SessionOptions &options) {
       it->second = UnpackedNibbles(it->second);
   }
 
-  const KernelRegistry &registry = KernelRegistry::Global();
-  size_t freed = 0;  // initializer bytes freed since memory last went back to the system
-  for (const Node &node : g.nodes) {
-    std::vector<DType> in_types;
+  // Types first, in graph order; then the kernels, the nodes with the most constant bytes
+  // first: a kernel packing a weight holds the weight's pages beside its packed copy, so
+  // the biggest are packed while little else is held, and creation's peak stays near the
+  // session's own memory (a decoder's LM head, packed last, would add its source on top).
+  struct Pending {
+    const KernelDef *def;
+    std::vector<DType> in_types, out_types;
     std::vector<const Tensor *> constants;
+    size_t constant_bytes = 0;
+  };
+  const KernelRegistry &registry = KernelRegistry::Global();
+  std::vector<Pending> pending;
+  pending.reserve(g.nodes.size());
+  for (const Node &node : g.nodes) {
+    Pending p;
     for (int in : node.inputs) {
-      in_types.push_back(in < 0 ? DType::kUndefined : value_types[in]);
-      constants.push_back(in < 0 ? nullptr : g.values[in].initializer);
+      p.in_types.push_back(in < 0 ? DType::kUndefined : value_types[in]);
+      p.constants.push_back(in < 0 ? nullptr : g.values[in].initializer);
+      if (p.constants.back()) p.constant_bytes += p.constants.back()->nbytes();
     }
     OCTET_CHECK(!node.outputs.empty(), node.Describe(), ": has no outputs");
-    const KernelDef &def = registry.Find(node, in_types);
-    std::vector<DType> out_types = def.infer_types(node, in_types);
-    OCTET_CHECK(out_types.size() >= node.outputs.size(), node.Describe(), ": has ",
-                node.outputs.size(), " outputs, the operator defines ", out_types.size());
+    p.def = &registry.Find(node, p.in_types);
+    p.out_types = p.def->infer_types(node, p.in_types);
+    OCTET_CHECK(p.out_types.size() >= node.outputs.size(), node.Describe(), ": has ",
+                node.outputs.size(), " outputs, the operator defines ", p.out_types.size());
     for (size_t i = 0; i < node.outputs.size(); ++i) {
       int out = node.outputs[i];
       if (out < 0) continue;
       DType declared = g.values[out].dtype;
-      OCTET_CHECK(declared == DType::kUndefined || declared == out_types[i], node.Describe(),
+      OCTET_CHECK(declared == DType::kUndefined || declared == p.out_types[i], node.Describe(),
                   ": output '", g.values[out].name, "' is declared ", DTypeName(declared),
-                  " but the operator produces ", DTypeName(out_types[i]));
-      value_types[out] = out_types[i];
+                  " but the operator produces ", DTypeName(p.out_types[i]));
+      value_types[out] = p.out_types[i];
     }
+    pending.push_back(std::move(p));
+  }
+  std::vector<size_t> order(g.nodes.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return pending[a].constant_bytes > pending[b].constant_bytes;
+  });
+
+  std::vector<std::unique_ptr<OpKernel>> kernels(g.nodes.size());
+  size_t freed = 0;  // initializer bytes freed since memory last went back to the system
+  for (size_t n : order) {
+    const Node &node = g.nodes[n];
+    const Pending &p = pending[n];
     for (size_t i = 0; i < node.inputs.size(); ++i) {
       // In place, so that the later readers share the unpacked bytes.
-      if (!NeedsUnpackedNibbles(def, constants[i])) continue;
+      if (!NeedsUnpackedNibbles(*p.def, p.constants[i])) continue;
       Tensor &t = g.initializers.at(node.inputs[i]);
       t = UnpackedNibbles(t);
     }
-    KernelInit init{node, in_types, constants, pool.get(), &weights};
+    KernelInit init{node, p.in_types, p.constants, pool.get(), &weights};
     std::unique_ptr<OpKernel> kernel;
     try {
-      kernel = def.create(init);
+      kernel = p.def->create(init);
     } catch (const Error &e) {
       FailInNode(node, e);
     } catch (const std::bad_alloc &) {
@@ -276,8 +301,11 @@ void InferenceSession::Impl::Prepare(const SessionOptions &options) {
         }
       }
     }
-    compiled.push_back(CompiledNode{&node, std::move(kernel), out_types, constants});
+    kernels[n] = std::move(kernel);
   }
+  for (size_t n = 0; n < g.nodes.size(); ++n)
+    compiled.push_back(CompiledNode{&g.nodes[n], std::move(kernels[n]), pending[n].out_types,
+                                    pending[n].constants});
   if (freed > 0) ReleaseCachedTensorMemory();
 
   std::set<int> keep(g.outputs.begin(), g.outputs.end());
