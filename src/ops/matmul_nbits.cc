@@ -365,21 +365,31 @@ class GatherBlockQuantizedKernel : public OpKernel {
     Tensor& y = ctx.AllocateUninitializedOutput(0, DType::kFloat32, out);
     // Zero point 0 of int4 is code 8 (Code); packed codes default to 8 too.
     const int absent = data.dtype() == DType::kUInt4 ? 0 : 8;
-    const uint8_t* bytes = packed ? data.data<uint8_t>() : codes_.data();
+    // Nibbles to read in place, else (data an int4 / uint4 tensor) null.
+    const uint8_t* bytes = packed ? data.data<uint8_t>() : codes_.empty() ? nullptr : codes_.data();
+    std::vector<uint8_t> codes(row_len);
+    std::vector<int> zeros(row_blocks);
     for (int64_t i = 0; i < indices.numel(); ++i) {
       int64_t r = indices.dtype() == DType::kInt64 ? indices.data<int64_t>()[i]
                                                    : indices.data<int32_t>()[i];
       OCTET_CHECK(r >= -rows && r < rows, node.Describe(), ": index ", r,
                   " is out of range for ", rows, " rows");
       if (r < 0) r += rows;
+      // Row r's codes and its blocks' zero points, then the values.
+      if (bytes) {
+        for (int64_t e = 0; e < row_len; ++e) codes[e] = Nibble(bytes, r * row_len + e);
+      } else {
+        CodesOf(data, r * row_len, row_len, codes.data());
+      }
+      for (int64_t b = 0; b < row_blocks; ++b) {
+        const int64_t at = r * row_blocks + b;
+        zeros[b] = zero ? (packed ? Nibble(zero->data<uint8_t>(), at) : Code(*zero, at)) : absent;
+      }
+      const float* row_scales = scales.data<float>() + r * row_blocks;
       float* dst = y.data<float>() + i * row_len;
       for (int64_t e = 0; e < row_len; ++e) {
-        const int64_t at = r * row_len + e;
-        const int64_t blk = r * row_blocks + (e / last) * blocks_last + (e % last) / block_size_;
-        const int code = packed || !codes_.empty() ? Nibble(bytes, at) : Code(data, at);
-        const int zp = zero ? (packed ? Nibble(zero->data<uint8_t>(), blk) : Code(*zero, blk))
-                            : absent;
-        dst[e] = static_cast<float>(code - zp) * scales.data<float>()[blk];
+        const int64_t b = (e / last) * blocks_last + (e % last) / block_size_;
+        dst[e] = static_cast<float>(codes[e] - zeros[b]) * row_scales[b];
       }
     }
   }
