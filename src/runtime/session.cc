@@ -225,8 +225,8 @@ void InferenceSession::Impl::Prepare(const SessionOptions &options) {
 
   // Types first, in graph order; then the kernels, the nodes with the most constant bytes
   // first: a kernel packing a weight holds the weight's pages beside its packed copy, so
-  // the biggest are packed while little else is held, and creation's peak stays near the
-  // session's own memory (a decoder's LM head, packed last, would add its source on top).
+  // the biggest are packed while little else is held (a decoder's LM head, packed last,
+  // would add its source on top of every other packed weight).
   struct Pending {
     const KernelDef *def;
     std::vector<DType> in_types, out_types;
